@@ -1,0 +1,291 @@
+/*
+ * leakcheck.h — the one public header of leakcheck, a library that makes
+ * leaks a test failure.
+ *
+ * The engine reads numbers about the running process through *probes*
+ * (Python reference counts and allocator usage when CPython is initialized
+ * in this process; native heap bytes, file descriptors, threads and
+ * valgrind's leak counts always), keeps them in *snapshots*, and decides
+ * whether something grew:
+ *
+ *   - a *scope* compares two snapshots once: growth above a probe's
+ *     tolerance is a leak;
+ *   - a *series* runs the same code repeatedly: after `warmup` unmeasured
+ *     runs, each of up to `repeat` runs yields one delta per probe, and a
+ *     probe leaks when every delta reaches its threshold.  The series stops
+ *     early as soon as no probe can still leak.
+ *
+ * Conventions (as in jansson and libuv): every exported symbol starts with
+ * `lc_`, every macro with `LC_` or `LEAK_`.  Functions return 0 or a
+ * negative LC_E* status that lc_strerror() describes.  The library never
+ * prints and never exits on its own: only the failure handler, which the
+ * test macros call, does that.
+ *
+ * libleakcheck does not link libpython.  It finds CPython at run time in the
+ * process that loaded it, so a pure C test links without Python and the
+ * Python probes report themselves unavailable there.
+ */
+#ifndef LEAKCHECK_H
+#define LEAKCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version ------------------------------------------------------------ */
+
+#define LC_VERSION_MAJOR 0
+#define LC_VERSION_MINOR 1
+#define LC_VERSION_PATCH 0
+#define LC_VERSION "0.1.0"
+/* 0xMMmmpp: compare with `#if LC_VERSION_HEX >= 0x000100`. */
+#define LC_VERSION_HEX \
+    ((LC_VERSION_MAJOR << 16) | (LC_VERSION_MINOR << 8) | LC_VERSION_PATCH)
+
+/* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". */
+const char *lc_version(void);
+
+/* ---- Status ------------------------------------------------------------- */
+
+#define LC_OK        0
+#define LC_ENOMEM   (-1) /* out of memory */
+#define LC_EINVAL   (-2) /* an argument is out of range or NULL */
+#define LC_ENOPROBE (-3) /* no probe has that name or number */
+#define LC_EUNAVAIL (-4) /* the probe cannot be read here, or was not read */
+#define LC_ESTATE   (-5) /* called out of order (end before begin, ...) */
+#define LC_EPYTHON  (-6) /* a call into CPython failed */
+#define LC_ESYS     (-7) /* a system call failed */
+
+/* A static English sentence for a status; never NULL. */
+const char *lc_strerror(int status);
+
+/* ---- Probes ------------------------------------------------------------- */
+
+typedef enum lc_probe {
+    LC_PROBE_REFS = 0,     /* total reference count (debug CPython only)    */
+    LC_PROBE_BLOCKS,       /* pymalloc live blocks                          */
+    LC_PROBE_PY_BYTES,     /* live bytes allocated through the PyMem domains */
+    LC_PROBE_PY_ALLOCS,    /* live allocations through the PyMem domains    */
+    LC_PROBE_OBJECTS,      /* objects tracked by the cyclic GC              */
+    LC_PROBE_GARBAGE,      /* len(gc.garbage) after a full collection       */
+    LC_PROBE_NATIVE_BYTES, /* C heap in use (glibc mallinfo2)               */
+    LC_PROBE_FDS,          /* open file descriptors                         */
+    LC_PROBE_THREADS,      /* live threads of this process                  */
+    LC_PROBE_VALGRIND,     /* bytes memcheck finds leaked                   */
+    LC_PROBE_COUNT
+} lc_probe;
+
+#define LC_PROBE_BIT(p) (1u << (unsigned)(p))
+#define LC_PROBES_ALL ((1u << LC_PROBE_COUNT) - 1u)
+#define LC_PROBES_PYTHON                                                    \
+    (LC_PROBE_BIT(LC_PROBE_REFS) | LC_PROBE_BIT(LC_PROBE_BLOCKS) |          \
+     LC_PROBE_BIT(LC_PROBE_PY_BYTES) | LC_PROBE_BIT(LC_PROBE_PY_ALLOCS) |   \
+     LC_PROBE_BIT(LC_PROBE_OBJECTS) | LC_PROBE_BIT(LC_PROBE_GARBAGE))
+#define LC_PROBES_NATIVE (LC_PROBES_ALL & ~LC_PROBES_PYTHON)
+
+/* What a probe is, and whether it can be read in this process right now. */
+typedef struct lc_probe_info {
+    const char *name;    /* "native_bytes", as lc_probe_lookup() takes it    */
+    const char *unit;    /* "bytes", "refs", "blocks", "objects", ...        */
+    const char *doc;     /* one line: what it reads                          */
+    int available;       /* 1 when it can be read here and now               */
+    const char *reason;  /* when not available, why; NULL otherwise          */
+    int64_t tolerance;   /* default noise floor of a scope: growth up to
+                            this is not a leak                               */
+    int64_t threshold;   /* default series threshold: a run leaks when its
+                            delta is at least this                           */
+} lc_probe_info;
+
+/* Fills *info for `probe`.  LC_ENOPROBE when `probe` is out of range. */
+int lc_probe_get_info(int probe, lc_probe_info *info);
+
+/* The probe called `name`, or LC_ENOPROBE. */
+int lc_probe_lookup(const char *name);
+
+/* The set of probes (LC_PROBE_BIT mask) that can be read now. */
+unsigned lc_probes_available(void);
+
+/* ---- Settling ----------------------------------------------------------- */
+
+/*
+ * A function the engine calls, with the GIL held, before the full
+ * collection that starts every snapshot taken while CPython is initialized.
+ * The Python package installs one that clears interpreter caches.  NULL
+ * removes it.  Not thread-safe: set it before snapshots are taken.
+ */
+typedef void (*lc_settle_fn)(void *arg);
+void lc_set_settle(lc_settle_fn fn, void *arg);
+
+/* How long (milliseconds) a verdict waits for extra threads to exit before
+ * it counts them; default 200.  Negative values are refused. */
+int lc_set_thread_settle_ms(int ms);
+
+/* ---- Snapshots ---------------------------------------------------------- */
+
+typedef struct lc_snapshot lc_snapshot;
+
+#define LC_SNAPSHOT_NO_COLLECT 0x1u /* the caller has already collected     */
+
+lc_snapshot *lc_snapshot_new(void);
+void lc_snapshot_free(lc_snapshot *snap);
+
+/*
+ * Reads the probes in `probes` that are available now into `snap`, after
+ * settling and a full collection when CPython is initialized.  Probes that
+ * are not available are left out (lc_snapshot_probes() tells which were
+ * read).  Taking a snapshot allocates nothing that outlives the call.
+ */
+int lc_snapshot_take(lc_snapshot *snap, unsigned probes, unsigned flags);
+
+/* The mask of probes `snap` holds a reading for. */
+unsigned lc_snapshot_probes(const lc_snapshot *snap);
+
+/* The reading of `probe`; LC_EUNAVAIL when the snapshot has none. */
+int lc_snapshot_value(const lc_snapshot *snap, int probe, int64_t *value);
+
+/* ---- Scope verdict (one delta) ------------------------------------------ */
+
+typedef struct lc_scope lc_scope;
+
+/* A scope over all available probes with their default tolerances.  `name`
+ * (may be NULL) is copied and names the scope in reports. */
+lc_scope *lc_scope_new(const char *name);
+void lc_scope_free(lc_scope *scope);
+
+int lc_scope_set_probes(lc_scope *scope, unsigned probes);
+int lc_scope_set_tolerance(lc_scope *scope, int probe, int64_t tolerance);
+/* Where the scope ends in the source, for its report (file is not copied). */
+void lc_scope_set_location(lc_scope *scope, const char *file, int line);
+
+int lc_scope_begin(lc_scope *scope);
+/* Takes the second snapshot and decides.  0 or a negative status; the
+ * verdict is lc_scope_leaked(). */
+int lc_scope_end(lc_scope *scope);
+
+/* 1 when something leaked, 0 when clean, LC_ESTATE before lc_scope_end(). */
+int lc_scope_leaked(const lc_scope *scope);
+/* The probes compared (read at both ends) and those that leaked. */
+unsigned lc_scope_probes(const lc_scope *scope);
+unsigned lc_scope_leaking(const lc_scope *scope);
+int lc_scope_delta(const lc_scope *scope, int probe, int64_t *delta);
+int64_t lc_scope_tolerance(const lc_scope *scope, int probe);
+
+/*
+ * Writes the readable report into buf (always NUL-terminated when size > 0)
+ * and returns the length it needed, as snprintf does.
+ */
+size_t lc_scope_report(const lc_scope *scope, char *buf, size_t size);
+
+/* ---- Series verdict (repeated runs) ------------------------------------- */
+
+typedef struct lc_series lc_series;
+
+/* warmup >= 0 unmeasured runs, then up to repeat >= 1 measured runs.
+ * NULL on bad arguments or no memory. */
+lc_series *lc_series_new(const char *name, int warmup, int repeat);
+void lc_series_free(lc_series *series);
+
+int lc_series_set_probes(lc_series *series, unsigned probes);
+int lc_series_set_threshold(lc_series *series, int probe, int64_t threshold);
+void lc_series_set_location(lc_series *series, const char *file, int line);
+/* Flags passed to every snapshot of the series (LC_SNAPSHOT_NO_COLLECT). */
+void lc_series_set_snapshot_flags(lc_series *series, unsigned flags);
+
+/*
+ * Drives the series:  while ((rc = lc_series_next(s)) > 0) run_once();
+ * Returns 1 when the code must run once more, 0 when the verdict is in, or
+ * a negative status.  Snapshots are taken inside this call, between runs.
+ */
+int lc_series_next(lc_series *series);
+
+int lc_series_leaked(const lc_series *series);   /* 1, 0, or LC_ESTATE   */
+unsigned lc_series_probes(const lc_series *series);
+unsigned lc_series_leaking(const lc_series *series);
+int lc_series_warmup(const lc_series *series);
+int lc_series_repeat(const lc_series *series);
+int lc_series_runs(const lc_series *series);     /* measured runs done  */
+/* The delta of `probe` in measured run `run` (0-based). */
+int lc_series_delta(const lc_series *series, int run, int probe,
+                    int64_t *delta);
+int64_t lc_series_threshold(const lc_series *series, int probe);
+size_t lc_series_report(const lc_series *series, char *buf, size_t size);
+
+/* ---- Failure handler (used by the test macros) -------------------------- */
+
+/*
+ * Called by the macros, when Check is not in use, after a leak or an error:
+ * `report` is the readable report and `file`/`line` where the check ended.
+ * The default writes the report to stderr and exits with status 1.  A
+ * handler may return: the macro then goes on after the check.
+ */
+typedef void (*lc_failure_fn)(const char *file, int line, const char *report,
+                              void *arg);
+/* NULL restores the default. */
+void lc_set_failure_handler(lc_failure_fn fn, void *arg);
+void lc_fail(const char *file, int line, const char *report);
+
+/* ---- Test macros ------------------------------------------------------------
+ *
+ *   LEAK_SCOPE_BEGIN(s);        declares scope `s`, takes the first snapshot
+ *       ...code under test...
+ *   LEAK_SCOPE_END(s);          second snapshot; on growth the test fails
+ *
+ *   LEAK_REPEAT(s, warmup, repeat) { ...body... }     series verdict
+ *
+ * When <check.h> is included before this header, a leak fails the current
+ * Check test (ck_abort_msg) at the line of LEAK_SCOPE_END / LEAK_REPEAT
+ * with the report as its message; the scope is released first, so this is
+ * right with CK_FORK=yes and CK_FORK=no alike.  Otherwise lc_fail() runs.
+ * Define LEAKCHECK_NO_CHECK to use lc_fail() with Check too.
+ * Do not leave a LEAK_REPEAT body with break, goto or return.
+ */
+
+#define LC_REPORT_MAX 4096 /* bytes of report a macro keeps                 */
+
+/* Helpers of the macros.  They release the scope or series before they
+ * return, and return 1 when the test must fail with `msg`. */
+lc_scope *lc_scope_open(const char *name, const char *file, int line);
+int lc_scope_close(lc_scope *scope, const char *file, int line, char *msg,
+                   size_t size);
+
+typedef struct lc_repeat {
+    lc_series *series;        /* the series while it runs, else NULL   */
+    int done;                 /* 1 once the verdict is in              */
+    int failed;               /* 1 when msg holds a report to fail with */
+    char msg[LC_REPORT_MAX];  /* the report                            */
+} lc_repeat;
+int lc_repeat_step(lc_repeat *r, const char *name, int warmup, int repeat,
+                   const char *file, int line);
+
+#if defined(CHECK_H) && !defined(LEAKCHECK_NO_CHECK)
+#define LC_FAIL_(file, line, msg) ck_abort_msg("%s", (msg))
+#else
+#define LC_FAIL_(file, line, msg) lc_fail((file), (line), (msg))
+#endif
+
+#define LEAK_SCOPE_BEGIN(s) \
+    lc_scope *s = lc_scope_open(#s, __FILE__, __LINE__)
+
+#define LEAK_SCOPE_END(s)                                                   \
+    do {                                                                    \
+        char lc_msg_[LC_REPORT_MAX];                                        \
+        lc_scope *lc_s_ = (s);                                              \
+        (s) = NULL;                                                         \
+        if (lc_scope_close(lc_s_, __FILE__, __LINE__, lc_msg_,              \
+                           sizeof lc_msg_))                                 \
+            LC_FAIL_(__FILE__, __LINE__, lc_msg_);                          \
+    } while (0)
+
+#define LEAK_REPEAT(s, warmup, repeat)                                      \
+    for (lc_repeat s = {0, 0, 0, {0}};                                         \
+         lc_repeat_step(&s, #s, (warmup), (repeat), __FILE__, __LINE__)     \
+         || (s.failed && (LC_FAIL_(__FILE__, __LINE__, s.msg), 0));)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEAKCHECK_H */

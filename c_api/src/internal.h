@@ -1,0 +1,80 @@
+/*
+ * internal.h — what the engine's source files share and nobody else sees.
+ * Names here are lc__* (visibly internal, as libuv's uv__*) and are kept
+ * out of the shared library's export list by -export-symbols-regex.
+ */
+#ifndef LC_INTERNAL_H
+#define LC_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "leakcheck.h"
+
+#define LC__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Static description of one probe; availability is asked of `avail`. */
+typedef struct lc__probe_desc {
+    const char *name;
+    const char *unit;
+    const char *doc;
+    int64_t tolerance;          /* default scope noise floor                */
+    int64_t threshold;          /* default series threshold                 */
+    int python;                 /* 1: needs an initialized CPython          */
+} lc__probe_desc;
+
+extern const lc__probe_desc lc__probes[LC_PROBE_COUNT];
+
+/* A snapshot: the readings, nothing else (no Python objects).             */
+struct lc_snapshot {
+    unsigned mask;                   /* which values[] were read            */
+    int64_t values[LC_PROBE_COUNT];  /* indexed by lc_probe                 */
+};
+
+/* ---- native probes (probes.c) ---- */
+
+/* NULL when `probe` (a native one) can be read here, else why not. */
+const char *lc__native_unavailable(int probe);
+/* Reads the native probes of `mask` into snap; brings glibc's per-thread
+ * cache to a fixed state first so that it does not count as growth. */
+void lc__native_read(lc_snapshot *snap, unsigned mask);
+/* Reads only the thread count; -1 when it cannot. */
+int64_t lc__threads_now(void);
+
+/* ---- Python probes (python.c, pyhook.c) ---- */
+
+/* NULL when Python probes can be read now, else why not (static string). */
+const char *lc__python_unavailable(int probe);
+/* Settles and collects (unless LC_SNAPSHOT_NO_COLLECT), reads the Python
+ * probes of `mask`, then reads the native ones through lc__native_read()
+ * while the interpreter is quiet.  Returns 0 or a negative status. */
+int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
+
+/* The allocator hook: install is idempotent, called with the GIL held. */
+int lc__pyhook_install(void *get_allocator, void *set_allocator);
+int lc__pyhook_installed(void);
+void lc__pyhook_read(int64_t *bytes, int64_t *allocs);
+
+/* ---- shared by scope.c and series.c ---- */
+
+/* Probes of `wanted` readable now (Python ones only when CPython is up). */
+unsigned lc__probes_readable(unsigned wanted);
+/* Takes a snapshot and, when `baseline` is given and its thread count is
+ * lower, waits up to the settle time for extra threads to end. */
+int lc__snapshot_settled(lc_snapshot *snap, unsigned mask, unsigned flags,
+                         const lc_snapshot *baseline);
+
+/* Appends printf-style text to a report buffer, snprintf-like. */
+typedef struct lc__buf {
+    char *p;        /* destination, may be NULL when size is 0             */
+    size_t size;    /* bytes available at p                                */
+    size_t len;     /* bytes the whole text needs, without the NUL         */
+} lc__buf;
+void lc__buf_printf(lc__buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif /* LC_INTERNAL_H */

@@ -1,0 +1,302 @@
+/*
+ * python.c — the probes that read CPython: refs, blocks, py_bytes,
+ * py_allocs, objects, garbage.
+ *
+ * libleakcheck does not link libpython: it looks the C API up at run time
+ * in the process (dlsym on RTLD_DEFAULT), so one build serves a pure C test,
+ * a C test that embeds any CPython 3.9-3.13, and the Python extension.  Only
+ * functions that every one of those versions exports are called, through
+ * the declarations below, which need no Python header.
+ *
+ * Python objects the probes call (gc.collect, gc.get_objects, ...) are
+ * looked up once per interpreter and dropped by a Py_AtExit callback, so a
+ * finalized and re-initialized interpreter starts afresh.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+typedef struct lc__pyobject PyObject;     /* opaque: never dereferenced   */
+typedef ptrdiff_t Py_ssize_t;
+
+/* The part of the C API used here; each is looked up by name. */
+static struct {
+    int resolved;                         /* 1 once dlsym has run          */
+    int (*IsInitialized)(void);
+    int (*GILState_Ensure)(void);
+    void (*GILState_Release)(int);
+    int (*AtExit)(void (*)(void));
+    PyObject *(*ImportModule)(const char *);
+    PyObject *(*GetAttrString)(PyObject *, const char *);
+    PyObject *(*CallObject)(PyObject *, PyObject *);
+    Py_ssize_t (*Long_AsSsize_t)(PyObject *);
+    Py_ssize_t (*Object_Size)(PyObject *);
+    void (*DecRef)(PyObject *);
+    void (*Err_Fetch)(PyObject **, PyObject **, PyObject **);
+    void (*Err_Restore)(PyObject *, PyObject *, PyObject *);
+    void (*Err_Clear)(void);
+    PyObject *(*Err_Occurred)(void);
+    void *Mem_GetAllocator;
+    void *Mem_SetAllocator;
+    Py_ssize_t (*GetAllocatedBlocks)(void); /* absent from 3.12 on       */
+} api;
+
+/* Per-interpreter lookups; reset by the Py_AtExit callback. */
+static struct {
+    int ready;                  /* 1 when the objects below are looked up  */
+    PyObject *gc_collect;       /* gc.collect                              */
+    PyObject *gc_get_objects;   /* gc.get_objects                          */
+    PyObject *gc_garbage;       /* the gc.garbage list                     */
+    PyObject *sys_blocks;       /* sys.getallocatedblocks                  */
+    PyObject *sys_totalrefs;    /* sys.gettotalrefcount, debug builds only */
+} py;
+
+static lc_settle_fn settle_fn;
+static void *settle_arg;
+
+void
+lc_set_settle(lc_settle_fn fn, void *arg)
+{
+    settle_fn = fn;
+    settle_arg = arg;
+}
+
+#define LC__SYM(field, name) (*(void **)&api.field = dlsym(RTLD_DEFAULT, name))
+
+static void
+resolve(void)
+{
+    if (api.resolved)
+        return;
+    LC__SYM(IsInitialized, "Py_IsInitialized");
+    LC__SYM(GILState_Ensure, "PyGILState_Ensure");
+    LC__SYM(GILState_Release, "PyGILState_Release");
+    LC__SYM(AtExit, "Py_AtExit");
+    LC__SYM(ImportModule, "PyImport_ImportModule");
+    LC__SYM(GetAttrString, "PyObject_GetAttrString");
+    LC__SYM(CallObject, "PyObject_CallObject");
+    LC__SYM(Long_AsSsize_t, "PyLong_AsSsize_t");
+    LC__SYM(Object_Size, "PyObject_Size");
+    LC__SYM(DecRef, "Py_DecRef");
+    LC__SYM(Err_Fetch, "PyErr_Fetch");
+    LC__SYM(Err_Restore, "PyErr_Restore");
+    LC__SYM(Err_Clear, "PyErr_Clear");
+    LC__SYM(Err_Occurred, "PyErr_Occurred");
+    api.Mem_GetAllocator = dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
+    api.Mem_SetAllocator = dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+    LC__SYM(GetAllocatedBlocks, "_Py_GetAllocatedBlocks");
+    api.resolved = 1;
+}
+
+static int
+api_complete(void)
+{
+    return api.IsInitialized && api.GILState_Ensure && api.GILState_Release &&
+           api.AtExit && api.ImportModule && api.GetAttrString &&
+           api.CallObject && api.Long_AsSsize_t && api.Object_Size &&
+           api.DecRef && api.Err_Fetch && api.Err_Restore && api.Err_Clear &&
+           api.Err_Occurred && api.Mem_GetAllocator && api.Mem_SetAllocator;
+}
+
+static void
+forget_interpreter(void)
+{
+    /* Called at the end of Py_FinalizeEx: the objects are gone already. */
+    py.ready = 0;
+    py.gc_collect = py.gc_get_objects = py.gc_garbage = NULL;
+    py.sys_blocks = py.sys_totalrefs = NULL;
+}
+
+static PyObject *
+attr(const char *module, const char *name)
+{
+    PyObject *m, *a;
+
+    m = api.ImportModule(module);
+    if (m == NULL)
+        return NULL;
+    a = api.GetAttrString(m, name);
+    api.DecRef(m);
+    return a;
+}
+
+/* Looks the objects up; GIL held.  0, or LC_EPYTHON with nothing kept. */
+static int
+lookup_objects(void)
+{
+    if (py.ready)
+        return LC_OK;
+    py.gc_collect = attr("gc", "collect");
+    py.gc_get_objects = attr("gc", "get_objects");
+    py.gc_garbage = attr("gc", "garbage");
+    py.sys_blocks = attr("sys", "getallocatedblocks");
+    py.sys_totalrefs = attr("sys", "gettotalrefcount");
+    api.Err_Clear(); /* gettotalrefcount is missing from release builds */
+    if (!py.gc_collect || !py.gc_get_objects || !py.gc_garbage ||
+        !py.sys_blocks) {
+        PyObject *o[] = {py.gc_collect, py.gc_get_objects, py.gc_garbage,
+                         py.sys_blocks, py.sys_totalrefs};
+        size_t i;
+        for (i = 0; i < LC__ARRAY_LEN(o); i++)
+            if (o[i])
+                api.DecRef(o[i]);
+        forget_interpreter();
+        return LC_EPYTHON;
+    }
+    if (api.AtExit(forget_interpreter) != 0) {
+        /* Without the callback a re-initialized interpreter would see
+         * dangling objects: refuse rather than risk it. */
+        forget_interpreter();
+        return LC_EPYTHON;
+    }
+    py.ready = 1;
+    return LC_OK;
+}
+
+const char *
+lc__python_unavailable(int probe)
+{
+    resolve();
+    if (!api.IsInitialized)
+        return "no CPython in this process";
+    if (!api_complete())
+        return "this CPython lacks a function leakcheck needs";
+    if (!api.IsInitialized())
+        return "CPython is not initialized";
+    if (probe == LC_PROBE_REFS) {
+        int gil, has;
+        if (py.ready)
+            return py.sys_totalrefs ? NULL : "needs a debug build of CPython";
+        gil = api.GILState_Ensure();
+        has = lookup_objects() == LC_OK && py.sys_totalrefs != NULL;
+        api.GILState_Release(gil);
+        return has ? NULL : "needs a debug build of CPython";
+    }
+    return NULL;
+}
+
+/* Calls a no-argument callable and returns its result as an integer, or -1
+ * (error cleared).  The result object is released before returning. */
+static int64_t
+call_int(PyObject *fn)
+{
+    PyObject *r = api.CallObject(fn, NULL);
+    Py_ssize_t v;
+
+    if (r == NULL) {
+        api.Err_Clear();
+        return -1;
+    }
+    v = api.Long_AsSsize_t(r);
+    api.DecRef(r);
+    if (v == -1 && api.Err_Occurred()) {
+        api.Err_Clear();
+        return -1;
+    }
+    return v;
+}
+
+/* Length of the result of fn(), which is released; -1 on error. */
+static int64_t
+call_len(PyObject *fn)
+{
+    PyObject *r = api.CallObject(fn, NULL);
+    Py_ssize_t n;
+
+    if (r == NULL) {
+        api.Err_Clear();
+        return -1;
+    }
+    n = api.Object_Size(r);
+    api.DecRef(r);
+    if (n < 0)
+        api.Err_Clear();
+    return n;
+}
+
+static void
+put(lc_snapshot *snap, int probe, int64_t value)
+{
+    if (value >= 0) {
+        snap->values[probe] = value;
+        snap->mask |= LC_PROBE_BIT(probe);
+    }
+}
+
+/*
+ * Up to three full collections, stopping when one finds nothing: objects
+ * freed by a collection (finalizers, weakref callbacks) can make more
+ * garbage, and CPython's own refleak runner collects more than once too.
+ */
+static int
+collect(void)
+{
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        int64_t found = call_int(py.gc_collect);
+        if (found < 0)
+            return LC_EPYTHON;
+        if (found == 0)
+            break;
+    }
+    return LC_OK;
+}
+
+int
+lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
+{
+    PyObject *et, *ev, *etb;
+    int gil, rc = LC_OK;
+
+    gil = api.GILState_Ensure();
+    api.Err_Fetch(&et, &ev, &etb); /* the caller's exception, if any */
+
+    rc = lookup_objects();
+    if (rc == LC_OK &&
+        (mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
+                 LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))))
+        rc = lc__pyhook_install(api.Mem_GetAllocator, api.Mem_SetAllocator);
+    if (rc == LC_OK && settle_fn != NULL)
+        settle_fn(settle_arg);
+    if (rc == LC_OK && !(flags & LC_SNAPSHOT_NO_COLLECT))
+        rc = collect();
+    if (rc != LC_OK)
+        goto done;
+
+    /* First what temporaries would disturb: the allocator counters and the
+     * native heap.  Then the probes that call into Python, whose
+     * temporaries are gone before the next snapshot reads anything. */
+    if (mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
+                LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))) {
+        int64_t bytes, allocs;
+        lc__pyhook_read(&bytes, &allocs);
+        if (mask & LC_PROBE_BIT(LC_PROBE_PY_BYTES))
+            put(snap, LC_PROBE_PY_BYTES, bytes);
+        if (mask & LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))
+            put(snap, LC_PROBE_PY_ALLOCS, allocs);
+    }
+    if (mask & LC_PROBE_BIT(LC_PROBE_BLOCKS))
+        put(snap, LC_PROBE_BLOCKS,
+            api.GetAllocatedBlocks ? (int64_t)api.GetAllocatedBlocks()
+                                   : call_int(py.sys_blocks));
+    lc__native_read(snap, mask & LC_PROBES_NATIVE);
+    if (mask & LC_PROBE_BIT(LC_PROBE_GARBAGE)) {
+        Py_ssize_t n = api.Object_Size(py.gc_garbage);
+        if (n < 0)
+            api.Err_Clear();
+        put(snap, LC_PROBE_GARBAGE, n);
+    }
+    if (mask & LC_PROBE_BIT(LC_PROBE_OBJECTS))
+        put(snap, LC_PROBE_OBJECTS, call_len(py.gc_get_objects));
+    /* Last, so that no other reading's temporaries hold references. */
+    if ((mask & LC_PROBE_BIT(LC_PROBE_REFS)) && py.sys_totalrefs)
+        put(snap, LC_PROBE_REFS, call_int(py.sys_totalrefs));
+
+done:
+    api.Err_Restore(et, ev, etb);
+    api.GILState_Release(gil);
+    return rc;
+}

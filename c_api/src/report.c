@@ -1,0 +1,79 @@
+/*
+ * report.c — what the library says: its version, status texts, report
+ * buffers, and the failure handler the test macros call.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *
+lc_version(void)
+{
+    return LC_VERSION;
+}
+
+const char *
+lc_strerror(int status)
+{
+    switch (status) {
+    case LC_OK:
+        return "success";
+    case LC_ENOMEM:
+        return "out of memory";
+    case LC_EINVAL:
+        return "invalid argument";
+    case LC_ENOPROBE:
+        return "no such probe";
+    case LC_EUNAVAIL:
+        return "probe not available here";
+    case LC_ESTATE:
+        return "called out of order";
+    case LC_EPYTHON:
+        return "a call into CPython failed";
+    case LC_ESYS:
+        return "a system call failed";
+    default:
+        return "unknown status";
+    }
+}
+
+void
+lc__buf_printf(lc__buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    size_t room = b->len < b->size ? b->size - b->len : 0;
+
+    va_start(ap, fmt);
+    n = vsnprintf(room ? b->p + b->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->len += (size_t)n;
+}
+
+static void
+default_failure(const char *file, int line, const char *report, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "%s:%d: %s", file, line, report);
+    fflush(stderr);
+    exit(1);
+}
+
+static lc_failure_fn failure_fn = default_failure;
+static void *failure_arg;
+
+void
+lc_set_failure_handler(lc_failure_fn fn, void *arg)
+{
+    failure_fn = fn ? fn : default_failure;
+    failure_arg = fn ? arg : NULL;
+}
+
+void
+lc_fail(const char *file, int line, const char *report)
+{
+    failure_fn(file, line, report, failure_arg);
+}

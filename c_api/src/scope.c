@@ -1,0 +1,258 @@
+/*
+ * scope.c — the scope verdict: two snapshots, one delta per probe, and a
+ * leak wherever the delta exceeds the probe's tolerance.  Also the helpers
+ * behind LEAK_SCOPE_BEGIN / LEAK_SCOPE_END.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { SCOPE_NEW, SCOPE_BEGUN, SCOPE_ENDED };
+
+struct lc_scope {
+    char *name;                         /* owned; never NULL               */
+    const char *file;                   /* where it ends, for the report   */
+    int line;
+    unsigned wanted;                    /* probes asked for                */
+    int64_t tolerance[LC_PROBE_COUNT];
+    int state;                          /* SCOPE_*                         */
+    int status;                         /* first error of open/begin/end   */
+    lc_snapshot before, after;
+    unsigned compared;                  /* read at both ends               */
+    unsigned leaking;                   /* compared, and grew too much     */
+};
+
+lc_scope *
+lc_scope_new(const char *name)
+{
+    lc_scope *s = calloc(1, sizeof *s);
+    int p;
+
+    if (s == NULL)
+        return NULL;
+    s->name = strdup(name ? name : "scope");
+    if (s->name == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->wanted = LC_PROBES_ALL;
+    for (p = 0; p < LC_PROBE_COUNT; p++)
+        s->tolerance[p] = lc__probes[p].tolerance;
+    return s;
+}
+
+void
+lc_scope_free(lc_scope *s)
+{
+    if (s) {
+        free(s->name);
+        free(s);
+    }
+}
+
+int
+lc_scope_set_probes(lc_scope *s, unsigned probes)
+{
+    if (s == NULL || probes == 0 || (probes & ~LC_PROBES_ALL))
+        return LC_EINVAL;
+    if (s->state != SCOPE_NEW)
+        return LC_ESTATE;
+    s->wanted = probes;
+    return LC_OK;
+}
+
+int
+lc_scope_set_tolerance(lc_scope *s, int probe, int64_t tolerance)
+{
+    if (probe < 0 || probe >= LC_PROBE_COUNT)
+        return LC_ENOPROBE;
+    if (s == NULL || tolerance < 0)
+        return LC_EINVAL;
+    s->tolerance[probe] = tolerance;
+    return LC_OK;
+}
+
+void
+lc_scope_set_location(lc_scope *s, const char *file, int line)
+{
+    if (s) {
+        s->file = file;
+        s->line = line;
+    }
+}
+
+int
+lc_scope_begin(lc_scope *s)
+{
+    int rc;
+
+    if (s == NULL)
+        return LC_EINVAL;
+    if (s->state != SCOPE_NEW)
+        return LC_ESTATE;
+    rc = lc_snapshot_take(&s->before, s->wanted, 0);
+    if (rc != LC_OK)
+        return rc;
+    s->state = SCOPE_BEGUN;
+    return LC_OK;
+}
+
+int
+lc_scope_end(lc_scope *s)
+{
+    int rc, p;
+
+    if (s == NULL)
+        return LC_EINVAL;
+    if (s->state != SCOPE_BEGUN)
+        return LC_ESTATE;
+    rc = lc__snapshot_settled(&s->after, s->before.mask, 0, &s->before);
+    if (rc != LC_OK)
+        return rc;
+    s->compared = s->before.mask & s->after.mask;
+    s->leaking = 0;
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        unsigned bit = LC_PROBE_BIT(p);
+        if ((s->compared & bit) &&
+            s->after.values[p] - s->before.values[p] > s->tolerance[p])
+            s->leaking |= bit;
+    }
+    s->state = SCOPE_ENDED;
+    return LC_OK;
+}
+
+int
+lc_scope_leaked(const lc_scope *s)
+{
+    if (s == NULL)
+        return LC_EINVAL;
+    if (s->state != SCOPE_ENDED)
+        return LC_ESTATE;
+    return s->leaking != 0;
+}
+
+unsigned
+lc_scope_probes(const lc_scope *s)
+{
+    return s && s->state == SCOPE_ENDED ? s->compared : 0;
+}
+
+unsigned
+lc_scope_leaking(const lc_scope *s)
+{
+    return s && s->state == SCOPE_ENDED ? s->leaking : 0;
+}
+
+int
+lc_scope_delta(const lc_scope *s, int probe, int64_t *delta)
+{
+    if (probe < 0 || probe >= LC_PROBE_COUNT)
+        return LC_ENOPROBE;
+    if (s == NULL || delta == NULL)
+        return LC_EINVAL;
+    if (s->state != SCOPE_ENDED)
+        return LC_ESTATE;
+    if (!(s->compared & LC_PROBE_BIT(probe)))
+        return LC_EUNAVAIL;
+    *delta = s->after.values[probe] - s->before.values[probe];
+    return LC_OK;
+}
+
+int64_t
+lc_scope_tolerance(const lc_scope *s, int probe)
+{
+    if (s == NULL || probe < 0 || probe >= LC_PROBE_COUNT)
+        return 0;
+    return s->tolerance[probe];
+}
+
+size_t
+lc_scope_report(const lc_scope *s, char *buf, size_t size)
+{
+    lc__buf b = {buf, size, 0};
+    int p, first = 1;
+
+    if (size > 0)
+        buf[0] = '\0';
+    if (s == NULL)
+        return 0;
+    if (s->state != SCOPE_ENDED) {
+        lc__buf_printf(&b, "leakcheck: scope '%s' has not ended", s->name);
+        return b.len;
+    }
+    lc__buf_printf(&b, "leakcheck: scope '%s' %s", s->name,
+                   s->leaking ? "leaked" : "is clean");
+    if (s->file)
+        lc__buf_printf(&b, " (ends at %s:%d)", s->file, s->line);
+    lc__buf_printf(&b, "\n");
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        if (s->leaking & LC_PROBE_BIT(p))
+            lc__buf_printf(&b, "  %-12s grew by %+lld %s (tolerance %lld)\n",
+                           lc__probes[p].name,
+                           (long long)(s->after.values[p] -
+                                       s->before.values[p]),
+                           lc__probes[p].unit, (long long)s->tolerance[p]);
+    }
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        unsigned bit = LC_PROBE_BIT(p);
+        if ((s->compared & bit) && !(s->leaking & bit)) {
+            lc__buf_printf(&b, "%s %s %+lld", first ? "  within tolerance:"
+                                                    : ",",
+                           lc__probes[p].name,
+                           (long long)(s->after.values[p] -
+                                       s->before.values[p]));
+            first = 0;
+        }
+    }
+    if (!first)
+        lc__buf_printf(&b, "\n");
+    return b.len;
+}
+
+/* ---- the macros' helpers ---- */
+
+lc_scope *
+lc_scope_open(const char *name, const char *file, int line)
+{
+    lc_scope *s = lc_scope_new(name);
+
+    if (s == NULL)
+        return NULL;
+    lc_scope_set_location(s, file, line);
+    s->status = lc_scope_begin(s);
+    return s;
+}
+
+int
+lc_scope_close(lc_scope *s, const char *file, int line, char *msg,
+               size_t size)
+{
+    int rc, failed;
+
+    if (s == NULL) {
+        lc__buf b = {msg, size, 0};
+        if (size > 0)
+            msg[0] = '\0';
+        lc__buf_printf(&b, "leakcheck: could not open the scope ending at "
+                           "%s:%d: %s\n", file, line, lc_strerror(LC_ENOMEM));
+        return 1;
+    }
+    lc_scope_set_location(s, file, line);
+    rc = s->status != LC_OK ? s->status : lc_scope_end(s);
+    if (rc != LC_OK) {
+        lc__buf b = {msg, size, 0};
+        if (size > 0)
+            msg[0] = '\0';
+        lc__buf_printf(&b, "leakcheck: scope '%s' ending at %s:%d could not "
+                           "be measured: %s\n", s->name, file, line,
+                       lc_strerror(rc));
+        failed = 1;
+    } else {
+        failed = s->leaking != 0;
+        if (failed)
+            lc_scope_report(s, msg, size);
+    }
+    lc_scope_free(s);
+    return failed;
+}
