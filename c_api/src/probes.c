@@ -44,7 +44,8 @@ const lc__probe_desc lc__probes[LC_PROBE_COUNT] = {
                          "pymalloc live blocks (sys.getallocatedblocks)",
                          0, 1, 1},
     [LC_PROBE_PY_BYTES] = {"py_bytes", "bytes",
-                           "live bytes allocated through the PyMem domains",
+                           "live bytes through the PyMem domains (raw blocks "
+                           "and blocks over 512 bytes)",
                            0, 1, 1},
     [LC_PROBE_PY_ALLOCS] = {"py_allocs", "allocations",
                             "live allocations through the PyMem domains",

@@ -8,23 +8,29 @@
  * object allocator asks the raw one for large blocks) from being counted
  * twice.
  *
- * Each domain owns a table of the live blocks allocated through the hook,
- * pointer -> size, so a free can subtract the size it did not receive.
- * Blocks allocated before the hook was installed are unknown and their
- * frees are ignored: readings are "live blocks allocated since install",
- * which is what a delta between two snapshots needs.  Tables live in
- * mmap'd memory so they never show up in the native_bytes probe.
+ * py_allocs is allocations minus frees.  A delta of that is exactly the
+ * change in live allocations, whoever allocated the freed blocks, so no
+ * size needs remembering: each thread adds to counters of its own (no
+ * atomic instruction on the hot path) and a reading sums them.
  *
- * Locking: one spin lock per table, held only around table updates (never
- * across a call to the previous allocator).  The raw domain is called
- * without the GIL, and 3.12's per-interpreter GILs let the other domains
- * run in parallel too.  A block is removed from its table before it is
- * handed back to the allocator, so an address re-used by another thread
- * cannot be confused with it.
+ * py_bytes needs the size of what is freed.  Blocks above pymalloc's small
+ * request limit (512 bytes) and every raw-domain block go into one table,
+ * pointer -> size, under a spin lock; small blocks are what `blocks` and
+ * py_allocs already count, and keeping them out of the table keeps the
+ * hook cheap.  A free first asks a counting filter, read without the lock,
+ * whether the pointer can be in the table at all: almost every small free
+ * stops there.  Blocks allocated before the hook was installed are not in
+ * the table and their frees are ignored: py_bytes is "live large and raw
+ * bytes allocated since install", which is what a delta needs.  The table
+ * lives in mmap'd memory so it never shows in the native_bytes probe.
+ *
+ * A block leaves the table before it is handed back to the allocator, so
+ * an address re-used at once by another thread is never confused with it.
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,32 +49,51 @@ typedef void (*lc__get_alloc_fn)(int domain, lc__allocator *a);
 typedef void (*lc__set_alloc_fn)(int domain, lc__allocator *a);
 
 #define LC__DOMAINS 3          /* PYMEM_DOMAIN_RAW, _MEM, _OBJ            */
+#define LC__DOMAIN_RAW 0
+#define LC__SMALL 512          /* pymalloc's small request limit          */
 #define LC__MIN_SLOTS 4096     /* first table: 64 KiB                     */
+#define LC__FILTER_BITS 16
 
 typedef struct {
     uintptr_t key;             /* block address; 0 marks an empty slot    */
     size_t size;               /* bytes requested                         */
 } lc__slot;
 
-typedef struct {
-    lc__allocator prev;        /* the allocator we forward to; set once   */
-    char lock;                 /* spin lock for the fields below          */
+/* The table of tracked blocks; every field under `lock`, except that
+ * `filter` is also read without it. */
+static struct {
+    char lock;
     lc__slot *slots;           /* open addressing, linear probing         */
     size_t mask;               /* slot count - 1 (a power of two)         */
     size_t used;               /* live entries                            */
     int64_t bytes;             /* sum of their sizes                      */
     int64_t untracked;         /* blocks not tracked for lack of memory   */
-} lc__table;
+    uint16_t filter[1u << LC__FILTER_BITS]; /* entries per filter hash    */
+} table;
 
-static lc__table tables[LC__DOMAINS];
+/* Per-thread allocation counters.  A thread's block is written only by its
+ * thread; blocks are never freed: a thread that ends gives its block back
+ * for the next new thread, counts included, so the sum stays right. */
+typedef struct lc__counts {
+    int64_t allocs;            /* allocations minus frees by this thread  */
+    struct lc__counts *next;   /* all blocks, for readers; under reg_lock */
+    int in_use;                /* 0: free for a new thread; under reg_lock */
+} lc__counts;
+
+static lc__counts *all_counts;
+static char reg_lock;
+static pthread_key_t counts_key;
+
+static lc__allocator prev[LC__DOMAINS]; /* what we forward to; set once   */
 static int installed;          /* written once, with the GIL held         */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
+static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
 
 static inline void
-lock(lc__table *t)
+spin_lock(char *l)
 {
     int spins = 0;
-    while (__atomic_test_and_set(&t->lock, __ATOMIC_ACQUIRE)) {
+    while (__atomic_test_and_set(l, __ATOMIC_ACQUIRE)) {
         if (++spins > 64) {
             sched_yield();
             spins = 0;
@@ -77,17 +102,76 @@ lock(lc__table *t)
 }
 
 static inline void
-unlock(lc__table *t)
+spin_unlock(char *l)
 {
-    __atomic_clear(&t->lock, __ATOMIC_RELEASE);
+    __atomic_clear(l, __ATOMIC_RELEASE);
 }
 
 static inline size_t
-slot_of(uintptr_t key, size_t mask)
+hash_of(uintptr_t key)
 {
     /* Blocks are 16-byte aligned: drop those bits, then Fibonacci-hash. */
-    return (size_t)(((key >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & mask;
+    return (size_t)(((key >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20);
 }
+
+static inline size_t
+filter_of(uintptr_t key)
+{
+    return hash_of(key) >> (44 - LC__FILTER_BITS);
+}
+
+/* ---- per-thread counters ---- */
+
+static void
+release_counts(void *c)
+{
+    /* Allocations later in this thread's exit register afresh. */
+    my_counts = NULL;
+    spin_lock(&reg_lock);
+    ((lc__counts *)c)->in_use = 0;
+    spin_unlock(&reg_lock);
+}
+
+/* This thread's counters, made on its first allocation; NULL only when no
+ * memory is left, and then the allocation is not counted. */
+static lc__counts *
+counts_slow(void)
+{
+    lc__counts *c;
+
+    spin_lock(&reg_lock);
+    for (c = all_counts; c != NULL; c = c->next)
+        if (!c->in_use)
+            break;
+    if (c == NULL) {
+        void *m = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+            c = m;
+            c->next = all_counts;
+            all_counts = c;
+        }
+    }
+    if (c != NULL)
+        c->in_use = 1;
+    spin_unlock(&reg_lock);
+    if (c != NULL) {
+        pthread_setspecific(counts_key, c);
+        my_counts = c;
+    }
+    return c;
+}
+
+static inline void
+count(int64_t n)
+{
+    lc__counts *c = my_counts;
+    if (c == NULL && (c = counts_slow()) == NULL)
+        return;
+    c->allocs += n;
+}
+
+/* ---- the table ---- */
 
 static lc__slot *
 slots_alloc(size_t n)
@@ -99,102 +183,116 @@ slots_alloc(size_t n)
 
 /* Doubles the table; lock held.  0, or -1 when no memory (table kept). */
 static int
-grow(lc__table *t)
+grow_unlocked(void)
 {
-    size_t n = t->slots ? (t->mask + 1) * 2 : LC__MIN_SLOTS, i;
+    size_t n = table.slots ? (table.mask + 1) * 2 : LC__MIN_SLOTS, i;
     lc__slot *s = slots_alloc(n);
 
     if (s == NULL)
         return -1;
-    if (t->slots) {
-        for (i = 0; i <= t->mask; i++) {
-            uintptr_t k = t->slots[i].key;
+    if (table.slots) {
+        for (i = 0; i <= table.mask; i++) {
+            uintptr_t k = table.slots[i].key;
             if (k) {
-                size_t j = slot_of(k, n - 1);
+                size_t j = hash_of(k) & (n - 1);
                 while (s[j].key)
                     j = (j + 1) & (n - 1);
-                s[j] = t->slots[i];
+                s[j] = table.slots[i];
             }
         }
-        munmap(t->slots, (t->mask + 1) * sizeof(lc__slot));
+        munmap(table.slots, (table.mask + 1) * sizeof(lc__slot));
     }
-    t->slots = s;
-    t->mask = n - 1;
+    table.slots = s;
+    table.mask = n - 1;
     return 0;
 }
 
-/* Lock held. */
 static void
-track_unlocked(lc__table *t, void *ptr, size_t size)
+track(void *ptr, size_t size)
 {
     uintptr_t key = (uintptr_t)ptr;
     size_t i;
 
-    if ((t->used + 1) * 2 > t->mask + 1 || t->slots == NULL) {
-        if (grow(t) != 0) {
-            t->untracked++;
+    spin_lock(&table.lock);
+    if (table.slots == NULL || (table.used + 1) * 2 > table.mask + 1) {
+        if (grow_unlocked() != 0) {
+            table.untracked++;
+            spin_unlock(&table.lock);
             return;
         }
     }
-    i = slot_of(key, t->mask);
-    while (t->slots[i].key) {
-        if (t->slots[i].key == key) {   /* cannot happen for live blocks */
-            t->bytes += (int64_t)size - (int64_t)t->slots[i].size;
-            t->slots[i].size = size;
-            return;
-        }
-        i = (i + 1) & t->mask;
-    }
-    t->slots[i].key = key;
-    t->slots[i].size = size;
-    t->used++;
-    t->bytes += (int64_t)size;
+    i = hash_of(key) & table.mask;
+    while (table.slots[i].key)         /* a live block is never present */
+        i = (i + 1) & table.mask;
+    table.slots[i].key = key;
+    table.slots[i].size = size;
+    table.used++;
+    table.bytes += (int64_t)size;
+    __atomic_store_n(&table.filter[filter_of(key)],
+                     (uint16_t)(table.filter[filter_of(key)] + 1),
+                     __ATOMIC_RELAXED);
+    spin_unlock(&table.lock);
 }
 
-/* Removes ptr; lock held.  Returns its size, or (size_t)-1 when unknown. */
+/* Removes ptr; returns its size, or (size_t)-1 when it is not tracked.
+ * A thread frees only blocks it owns, and a block enters the table before
+ * its owner gets it: a zero in the filter proves it is not there. */
 static size_t
-untrack_unlocked(lc__table *t, void *ptr)
+untrack(void *ptr)
 {
     uintptr_t key = (uintptr_t)ptr;
     size_t i, j, size;
 
-    if (t->slots == NULL || ptr == NULL)
+    if (__atomic_load_n(&table.filter[filter_of(key)], __ATOMIC_RELAXED) == 0)
         return (size_t)-1;
-    i = slot_of(key, t->mask);
-    while (t->slots[i].key != key) {
-        if (t->slots[i].key == 0)
+    spin_lock(&table.lock);
+    i = hash_of(key) & table.mask;
+    while (table.slots[i].key != key) {
+        if (table.slots[i].key == 0) {
+            spin_unlock(&table.lock);
             return (size_t)-1;
-        i = (i + 1) & t->mask;
+        }
+        i = (i + 1) & table.mask;
     }
-    size = t->slots[i].size;
-    t->used--;
-    t->bytes -= (int64_t)size;
+    size = table.slots[i].size;
+    table.used--;
+    table.bytes -= (int64_t)size;
+    __atomic_store_n(&table.filter[filter_of(key)],
+                     (uint16_t)(table.filter[filter_of(key)] - 1),
+                     __ATOMIC_RELAXED);
     /* Backward-shift deletion keeps every probe sequence unbroken. */
-    for (j = (i + 1) & t->mask; t->slots[j].key; j = (j + 1) & t->mask) {
-        size_t home = slot_of(t->slots[j].key, t->mask);
-        if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
-            t->slots[i] = t->slots[j];
+    for (j = (i + 1) & table.mask; table.slots[j].key;
+         j = (j + 1) & table.mask) {
+        size_t home = hash_of(table.slots[j].key) & table.mask;
+        if (((j - home) & table.mask) >= ((j - i) & table.mask)) {
+            table.slots[i] = table.slots[j];
             i = j;
         }
     }
-    t->slots[i].key = 0;
+    table.slots[i].key = 0;
+    spin_unlock(&table.lock);
     return size;
 }
+
+/* ---- the hook: ctx is the domain number ---- */
+
+#define DOMAIN(ctx) ((int)(intptr_t)(ctx))
+#define TRACKED(d, size) ((d) == LC__DOMAIN_RAW || (size) > LC__SMALL)
 
 static void *
 hook_malloc(void *ctx, size_t size)
 {
-    lc__table *t = ctx;
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
     void *p;
 
     if (in_hook)
-        return t->prev.malloc(t->prev.ctx, size);
+        return a->malloc(a->ctx, size);
     in_hook = 1;
-    p = t->prev.malloc(t->prev.ctx, size);
+    p = a->malloc(a->ctx, size);
     if (p != NULL) {
-        lock(t);
-        track_unlocked(t, p, size);
-        unlock(t);
+        count(1);
+        if (TRACKED(DOMAIN(ctx), size))
+            track(p, size);
     }
     in_hook = 0;
     return p;
@@ -203,17 +301,17 @@ hook_malloc(void *ctx, size_t size)
 static void *
 hook_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    lc__table *t = ctx;
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
     void *p;
 
     if (in_hook)
-        return t->prev.calloc(t->prev.ctx, nelem, elsize);
+        return a->calloc(a->ctx, nelem, elsize);
     in_hook = 1;
-    p = t->prev.calloc(t->prev.ctx, nelem, elsize);
+    p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL) {
-        lock(t);
-        track_unlocked(t, p, nelem * elsize);  /* no overflow: p != NULL */
-        unlock(t);
+        count(1);
+        if (TRACKED(DOMAIN(ctx), nelem * elsize)) /* p != NULL: no overflow */
+            track(p, nelem * elsize);
     }
     in_hook = 0;
     return p;
@@ -222,25 +320,24 @@ hook_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *
 hook_realloc(void *ctx, void *ptr, size_t new_size)
 {
-    lc__table *t = ctx;
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
     size_t old = (size_t)-1;
     void *p;
 
     if (in_hook)
-        return t->prev.realloc(t->prev.ctx, ptr, new_size);
+        return a->realloc(a->ctx, ptr, new_size);
     in_hook = 1;
-    if (ptr != NULL) {
-        lock(t);
-        old = untrack_unlocked(t, ptr);
-        unlock(t);
+    if (ptr != NULL)
+        old = untrack(ptr);
+    p = a->realloc(a->ctx, ptr, new_size);
+    if (p != NULL) {
+        if (ptr == NULL)
+            count(1);
+        if (TRACKED(DOMAIN(ctx), new_size))
+            track(p, new_size);
+    } else if (old != (size_t)-1) {
+        track(ptr, old);               /* failed: ptr is still live */
     }
-    p = t->prev.realloc(t->prev.ctx, ptr, new_size);
-    lock(t);
-    if (p != NULL)
-        track_unlocked(t, p, new_size);
-    else if (old != (size_t)-1)
-        track_unlocked(t, ptr, old);     /* failed: ptr is still live */
-    unlock(t);
     in_hook = 0;
     return p;
 }
@@ -248,17 +345,16 @@ hook_realloc(void *ctx, void *ptr, size_t new_size)
 static void
 hook_free(void *ctx, void *ptr)
 {
-    lc__table *t = ctx;
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
 
     if (in_hook || ptr == NULL) {
-        t->prev.free(t->prev.ctx, ptr);
+        a->free(a->ctx, ptr);
         return;
     }
     in_hook = 1;
-    lock(t);
-    untrack_unlocked(t, ptr);
-    unlock(t);
-    t->prev.free(t->prev.ctx, ptr);
+    count(-1);
+    untrack(ptr);
+    a->free(a->ctx, ptr);
     in_hook = 0;
 }
 
@@ -273,10 +369,12 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
         return LC_OK;
     if (get == NULL || set == NULL)
         return LC_EUNAVAIL;
+    if (pthread_key_create(&counts_key, release_counts) != 0)
+        return LC_ESYS;
     for (d = 0; d < LC__DOMAINS; d++) {
         lc__allocator mine;
-        get(d, &tables[d].prev);
-        mine.ctx = &tables[d];
+        get(d, &prev[d]);
+        mine.ctx = (void *)(intptr_t)d;
         mine.malloc = hook_malloc;
         mine.calloc = hook_calloc;
         mine.realloc = hook_realloc;
@@ -296,15 +394,15 @@ lc__pyhook_installed(void)
 void
 lc__pyhook_read(int64_t *bytes, int64_t *allocs)
 {
-    int64_t b = 0, n = 0;
-    int d;
+    const lc__counts *c;
+    int64_t n = 0;
 
-    for (d = 0; d < LC__DOMAINS; d++) {
-        lock(&tables[d]);
-        b += tables[d].bytes;
-        n += (int64_t)tables[d].used;
-        unlock(&tables[d]);
-    }
-    *bytes = b;
+    spin_lock(&reg_lock);
+    for (c = all_counts; c != NULL; c = c->next)
+        n += __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
+    spin_unlock(&reg_lock);
+    spin_lock(&table.lock);
+    *bytes = table.bytes;
+    spin_unlock(&table.lock);
     *allocs = n;
 }

@@ -272,11 +272,13 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
     if (mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
                 LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))) {
         int64_t bytes, allocs;
+        /* Not put(): py_allocs counts frees of blocks allocated before the
+         * hook too, so it can be negative; only its deltas mean anything. */
         lc__pyhook_read(&bytes, &allocs);
-        if (mask & LC_PROBE_BIT(LC_PROBE_PY_BYTES))
-            put(snap, LC_PROBE_PY_BYTES, bytes);
-        if (mask & LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))
-            put(snap, LC_PROBE_PY_ALLOCS, allocs);
+        snap->values[LC_PROBE_PY_BYTES] = bytes;
+        snap->values[LC_PROBE_PY_ALLOCS] = allocs;
+        snap->mask |= mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
+                              LC_PROBE_BIT(LC_PROBE_PY_ALLOCS));
     }
     if (mask & LC_PROBE_BIT(LC_PROBE_BLOCKS))
         put(snap, LC_PROBE_BLOCKS,
