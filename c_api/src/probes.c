@@ -191,23 +191,40 @@ lc__threads_now(void)
  * look like growth.  Filling every class of the calling thread's cache
  * before each reading puts the cache in the same state every time, so
  * it cancels out of any delta.  Cost: 64 x 7 malloc/free pairs.
+ *
+ * malloc may hand out a chunk one class larger than asked (when splitting
+ * a free chunk would leave less than a minimum chunk), and freeing it
+ * fills that class, not this one: such strays are set aside until the
+ * class holds 7 chunks of its own size.  Classes go in ascending order,
+ * so the class a stray lands in is filled after it.
  */
 #define LC__TCACHE_BINS 64
 #define LC__TCACHE_COUNT 7
+#define LC__TCACHE_STRAYS 32
 
 static void
 fill_tcache(void)
 {
-    void *held[LC__TCACHE_COUNT];
+    void *held[LC__TCACHE_COUNT], *stray[LC__TCACHE_STRAYS];
     size_t bin;
-    int i;
+    int n, strays;
 
     for (bin = 0; bin < LC__TCACHE_BINS; bin++) {
         size_t request = 24 + 16 * bin;   /* lands in tcache bin `bin` */
-        for (i = 0; i < LC__TCACHE_COUNT; i++)
-            held[i] = malloc(request);
-        for (i = 0; i < LC__TCACHE_COUNT; i++)
-            free(held[i]);
+        n = strays = 0;
+        while (n < LC__TCACHE_COUNT && strays < LC__TCACHE_STRAYS) {
+            void *p = malloc(request);
+            if (p == NULL)
+                break;
+            if (malloc_usable_size(p) == request)
+                held[n++] = p;
+            else
+                stray[strays++] = p;
+        }
+        while (n > 0)
+            free(held[--n]);
+        while (strays > 0)
+            free(stray[--strays]);
     }
 }
 
