@@ -1,0 +1,203 @@
+/*
+ * test_native.c — the native probes (native_bytes, fds, threads) through
+ * the Check macros, in a pure C program: for each probe a test that leaks
+ * and must fail, and a clean twin that does the same work, releases it and
+ * must pass; LEAK_REPEAT failing on per-run growth with one delta per run,
+ * and passing a cache that fills once.  The harness runs the suite with
+ * CK_FORK and again with CK_NOFORK.
+ */
+#include <check.h>
+#include <leakcheck.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Above native_bytes' scope tolerance (4096) by far. */
+#define BIG_LEAK (64 * 1024)
+
+/*
+ * Leaked things are kept reachable from non-static globals: a pointer kept
+ * only in a static that is never read lets the compiler drop the malloc,
+ * and then nothing leaks.
+ */
+void *lc_test_kept_block;
+struct node { struct node *next; char pad[24]; };
+struct node *lc_test_kept_list;
+void *lc_test_cache;
+
+/* Touches every page, so that the block is in use in every sense. */
+static void *
+filled_block(size_t size)
+{
+    void *p = malloc(size);
+
+    if (p != NULL)
+        memset(p, 0xab, size);
+    return p;
+}
+
+START_TEST(leak_native_bytes_scope)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_block = filled_block(BIG_LEAK);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_native_bytes_scope)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_block = filled_block(BIG_LEAK);
+    free(lc_test_kept_block);
+    lc_test_kept_block = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(leak_fds_scope)
+{
+    int fd;
+
+    LEAK_SCOPE_BEGIN(s);
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_fds_scope)
+{
+    int fd;
+
+    LEAK_SCOPE_BEGIN(s);
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* A worker that lives until its pipe says stop (or is closed). */
+static void *
+worker(void *arg)
+{
+    char c;
+
+    (void)!read((int)(intptr_t)arg, &c, 1);
+    return NULL;
+}
+
+/* The pipe is made before the scope so that only the thread is measured;
+ * a leaked worker stays blocked on it until the process ends. */
+static int stop_pipe[2];
+
+START_TEST(leak_threads_scope)
+{
+    pthread_t t;
+
+    ck_assert_int_eq(pipe(stop_pipe), 0);
+    LEAK_SCOPE_BEGIN(s);
+    ck_assert_int_eq(pthread_create(&t, NULL, worker,
+                                    (void *)(intptr_t)stop_pipe[0]), 0);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_threads_scope)
+{
+    pthread_t t;
+
+    ck_assert_int_eq(pipe(stop_pipe), 0);
+    LEAK_SCOPE_BEGIN(s);
+    ck_assert_int_eq(pthread_create(&t, NULL, worker,
+                                    (void *)(intptr_t)stop_pipe[0]), 0);
+    ck_assert_int_eq(write(stop_pipe[1], "x", 1), 1);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    LEAK_SCOPE_END(s);
+    close(stop_pipe[0]);
+    close(stop_pipe[1]);
+}
+END_TEST
+
+/* 24 bytes a run: far below the scope tolerance, caught by a series. */
+START_TEST(leak_native_bytes_repeat)
+{
+    LEAK_REPEAT(r, 2, 5) {
+        struct node *n = malloc(sizeof *n);
+        ck_assert_ptr_nonnull(n);
+        n->next = lc_test_kept_list;
+        lc_test_kept_list = n;
+    }
+}
+END_TEST
+
+/* The same allocation, released each run. */
+START_TEST(clean_native_bytes_repeat)
+{
+    LEAK_REPEAT(r, 2, 5) {
+        struct node *n = malloc(sizeof *n);
+        ck_assert_ptr_nonnull(n);
+        n->next = lc_test_kept_list;
+        lc_test_kept_list = n->next;
+        free(n);
+    }
+}
+END_TEST
+
+/* No warm-up: the cache fills in the first measured run, which a series
+ * must not take for a leak since the next run does not grow. */
+START_TEST(clean_native_bytes_repeat_cache)
+{
+    LEAK_REPEAT(r, 0, 5) {
+        if (lc_test_cache == NULL)
+            lc_test_cache = filled_block(BIG_LEAK);
+    }
+}
+END_TEST
+
+START_TEST(leak_fds_repeat)
+{
+    LEAK_REPEAT(r, 1, 4) {
+        ck_assert_int_ge(open("/dev/null", O_RDONLY | O_CLOEXEC), 0);
+    }
+}
+END_TEST
+
+static Suite *
+native_suite(void)
+{
+    Suite *s = suite_create("native");
+
+    harness_add(s, leak_native_bytes_scope);
+    harness_add(s, clean_native_bytes_scope);
+    harness_add(s, leak_fds_scope);
+    harness_add(s, clean_fds_scope);
+    harness_add(s, leak_threads_scope);
+    harness_add(s, clean_threads_scope);
+    harness_add(s, leak_native_bytes_repeat);
+    harness_add(s, clean_native_bytes_repeat);
+    harness_add(s, clean_native_bytes_repeat_cache);
+    harness_add(s, leak_fds_repeat);
+    return s;
+}
+
+int
+main(void)
+{
+    lc_probe_info info;
+    int p;
+
+    for (p = LC_PROBE_NATIVE_BYTES; p <= LC_PROBE_THREADS; p++) {
+        lc_probe_get_info(p, &info);
+        harness_expect(info.available, "probe %s is available%s%s",
+                       info.name, info.reason ? ": " : "",
+                       info.reason ? info.reason : "");
+    }
+    return harness_run(native_suite, HARNESS_BOTH);
+}
