@@ -1,0 +1,94 @@
+/*
+ * test_valgrind.c — the valgrind probe, run under memcheck by
+ * run-valgrind.sh: a scope around a function that loses a malloc'd pointer
+ * must fail naming "valgrind", a twin that frees it must pass.  Memcheck
+ * watches the engine at the same time (run-valgrind.sh makes its errors
+ * fail the test).
+ *
+ * Outside valgrind the probe cannot be read, and this program fails rather
+ * than pass without having tested anything.
+ */
+#include <check.h>
+#include <leakcheck.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/*
+ * The pointer lives only in this frame, which is gone once the function
+ * returns: memcheck then finds the block definitely lost.  noinline keeps
+ * the frame (and the pointer) from merging into the test's own.
+ */
+__attribute__((noinline)) static void
+lose_block(size_t size)
+{
+    char *volatile p = malloc(size);
+
+    if (p != NULL)
+        memset(p, 0x5a, size);
+}
+
+__attribute__((noinline)) static void
+free_block(size_t size)
+{
+    char *volatile p = malloc(size);
+
+    if (p != NULL)
+        memset(p, 0x5a, size);
+    free(p);
+}
+
+START_TEST(clean_valgrind_available)
+{
+    lc_probe_info info;
+
+    ck_assert_int_eq(lc_probe_get_info(LC_PROBE_VALGRIND, &info), LC_OK);
+    ck_assert_msg(info.available, "valgrind: %s",
+                  info.reason ? info.reason : "?");
+}
+END_TEST
+
+START_TEST(leak_valgrind_lost_block)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lose_block(100);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_valgrind_freed_block)
+{
+    LEAK_SCOPE_BEGIN(s);
+    free_block(100);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+static Suite *
+valgrind_suite(void)
+{
+    Suite *s = suite_create("valgrind");
+
+    harness_add(s, clean_valgrind_available);
+    harness_add(s, leak_valgrind_lost_block);
+    harness_add(s, clean_valgrind_freed_block);
+    return s;
+}
+
+int
+main(void)
+{
+    lc_probe_info info;
+
+    lc_probe_get_info(LC_PROBE_VALGRIND, &info);
+    harness_expect(info.available, "running under valgrind (%s)",
+                   info.available ? "the valgrind probe is live"
+                                  : info.reason);
+    if (!info.available) {
+        /* The inner suite would only prove that the probe is missing. */
+        return harness_run(NULL, 0);
+    }
+    return harness_run(valgrind_suite, HARNESS_BOTH);
+}
