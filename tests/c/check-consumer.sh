@@ -9,7 +9,8 @@ set -eu
 : "${PKG_CONFIG:=pkg-config}" "${CC:=cc}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/leakcheck-consumer.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 # The project's own make flags (jobserver, -j) do not belong to the example.

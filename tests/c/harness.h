@@ -40,7 +40,9 @@ void harness_expect(int ok, const char *fmt, ...)
  * Builds a fresh suite with make_suite() for each mode of `modes` (a runner
  * frees its suites), runs it with CK_SILENT output and judges the results.
  * Then prints the summary and returns the exit status for main(): 0 only
- * when every judgement, including harness_expect()'s, held.
+ * when every judgement, including harness_expect()'s, held and there was
+ * at least one.  With modes 0 nothing runs (make_suite may be NULL): a
+ * binary whose preconditions failed still ends with the summary.
  */
 int harness_run(Suite *(*make_suite)(void), unsigned modes);
 
