@@ -4,7 +4,6 @@
  * only when it failed with a leakcheck report naming the probes its name
  * lists, at a LEAK_SCOPE_END or LEAK_REPEAT line of its source file.
  */
-#define _GNU_SOURCE
 #include "harness.h"
 
 #include <leakcheck.h>
