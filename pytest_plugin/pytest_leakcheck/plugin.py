@@ -1,0 +1,542 @@
+"""The leakcheck pytest plugin, registered through the pytest11 entry point
+(no -p needed).
+
+    @pytest.mark.noleak(repeat=4, warmup=1, probes=None, tolerance=None)
+    pytest --leaks [--leaks-repeat N] [--leaks-warmup N] [--leaks-probes P]
+                   [--leaks-report PATH] [--leaks-baseline PATH]
+
+A checked test runs its whole protocol once, as pytest would: that is the
+reported run, and what it reports (a failure, an error, a skip, an xfail)
+stands; only a test that passed is hunted.  The series then runs it again
+(function-scoped fixtures set up and torn down each time, wider ones kept)
+until the verdict is in: after the warm-up runs, a probe leaks when it grew
+in every measured run; a clean test stops after its first measured run.  A
+leak fails the test with the series report and a diagnosis of what grew.
+
+Uses only names in leakcheck.__all__.  All session state lives in
+config.stash[STATE].
+"""
+
+import atexit
+import gc
+
+import pytest
+
+import leakcheck
+
+from . import report as reportmod
+from . import settings as settingsmod
+from .runner import ItemRunner, outcome_of
+from .settings import BadValue
+
+# Messages (the tests format these instead of copying them).
+MSG_HEADER = ("leakcheck: hunting in {scope}; warmup {warmup}, repeat "
+              "{repeat}; probes {probes}")
+MSG_UNAVAILABLE = "leakcheck: not available here: {probes}"
+MSG_LEAK = "leakcheck: leaked: {details}"
+MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
+                    "again ({when}); a checked test must pass every run")
+MSG_ENGINE_ERROR = "leakcheck: could not measure the test: {error}"
+MSG_KNOWN = "leakcheck: known leak (in the baseline {baseline})"
+MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
+               "clean, {error} error, {skipped} skipped{known}")
+MSG_REPORT_WRITTEN = "leakcheck: report written to {path}{partial}"
+MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
+MSG_GC_FROZEN = ("leakcheck: objects were frozen (gc.freeze) before the "
+                 "session: every snapshot collects the whole heap")
+SECTION_KNOWN = "leakcheck: known leak"
+STATUS_LEAKED = ("failed", "L", ("LEAKED", {"red": True, "bold": True}))
+
+
+class _GcFreezer:
+    """Keeps what existed before a checked test out of the collections its
+    snapshots make, so that settling costs what the test created, not what
+    the process holds: gc.collect() then gc.freeze() before each checked
+    test.  Undone (gc.unfreeze()) before a test that is not checked and at
+    the end of the session.  Left alone when something else froze objects
+    first, since unfreezing would undo that too."""
+
+    def __init__(self):
+        self.ours = False
+        self.refused = False
+
+    def begin(self):
+        if self.refused:
+            return
+        if not self.ours:
+            if gc.get_freeze_count() > 0:
+                self.refused = True
+                return
+            self.ours = True
+        gc.collect()
+        gc.freeze()
+
+    def end(self):
+        if self.ours:
+            gc.unfreeze()
+            self.ours = False
+
+
+class State:
+    """Everything the plugin keeps for one session."""
+
+    def __init__(self, config, session_settings, baseline):
+        self.config = config
+        self.settings = session_settings
+        self.baseline = baseline          # {test id: frozenset of probes}
+        workerinput = getattr(config, "workerinput", None)
+        self.worker_id = workerinput.get("workerid") if workerinput else None
+        self.report = None                # reportmod.Report, in the writer
+        self.records = {}                 # test id -> record, for the summary
+        self.freezer = _GcFreezer()
+
+    def add(self, rec):
+        self.records[rec["id"]] = rec
+        if self.report is not None:
+            self.report.add(rec)
+
+    def mark_partial(self, reason):
+        if self.report is not None:
+            self.report.mark_partial(reason)
+
+    def wants(self, item):
+        return (self.settings.hunt_all
+                or item.get_closest_marker(settingsmod.MARKER) is not None)
+
+
+STATE = pytest.StashKey[State]()
+BAD_SETTINGS = pytest.StashKey[str]()     # on an item: why it cannot run
+
+
+# ---- registration -------------------------------------------------------
+
+def pytest_addoption(parser):
+    settingsmod.add_options(parser)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", settingsmod.MARKER_LINE)
+    try:
+        session_settings = settingsmod.from_config(config)
+    except BadValue as e:
+        raise pytest.UsageError(str(e)) from None
+    baseline = {}
+    if session_settings.baseline_path:
+        try:
+            baseline = reportmod.load_baseline(session_settings.baseline_path)
+        except ValueError as e:
+            where = (settingsmod.WHERE_CLI.format(option="--leaks-baseline")
+                     if session_settings.sources["baseline"] == "command line"
+                     else settingsmod._ini_where(config, "leaks_baseline"))
+            raise pytest.UsageError(str(BadValue(
+                where, settingsmod.PROBLEM_BASELINE.format(
+                    value=session_settings.baseline_path, reason=e)))) \
+                from None
+    state = State(config, session_settings, baseline)
+    config.stash[STATE] = state
+    if session_settings.report_path and state.worker_id is None:
+        state.report = reportmod.Report(
+            session_settings.report_path,
+            settings=_settings_dict(session_settings),
+            probes=_probes_dict(),
+            environment=reportmod.environment(config, _version()))
+        atexit.register(_write_at_exit, state)
+    config.pluginmanager.register(_SessionHooks(state), "leakcheck-session")
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    state.freezer.end()
+    hooks = config.pluginmanager.get_plugin("leakcheck-session")
+    if hooks is not None:
+        config.pluginmanager.unregister(hooks)
+    if state.report is not None:
+        atexit.unregister(_write_at_exit)
+        if not state.report.written:
+            state.report.mark_partial("pytest ended before the session "
+                                      "finished")
+            _write(state)
+
+
+def _version():
+    try:
+        from importlib.metadata import version
+        return version("leakcheck")
+    except Exception:
+        return None
+
+
+def _settings_dict(s):
+    d = s.defaults.to_dict()
+    d.pop("tolerance")
+    return {"hunt": "all" if s.hunt_all else "marked", **d,
+            "baseline": s.baseline_path}
+
+
+def _probes_dict():
+    return {p.name: {"unit": p.unit, "available": bool(p.available),
+                     "reason": p.reason, "threshold": p.threshold}
+            for p in leakcheck.probes()}
+
+
+def pytest_report_header(config):
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return None
+    s = state.settings
+    lines = [MSG_HEADER.format(
+        scope="every test (--leaks)" if s.hunt_all
+        else "tests marked noleak",
+        warmup=s.defaults.warmup, repeat=s.defaults.repeat,
+        probes=", ".join(s.defaults.probes))]
+    missing = [f"{p.name} ({p.reason})" for p in leakcheck.probes()
+               if p.name in s.defaults.probes and not p.available]
+    if missing:
+        lines.append(MSG_UNAVAILABLE.format(probes="; ".join(missing)))
+    return lines
+
+
+# ---- the fixture ----------------------------------------------------------
+
+class LeakcheckFixture:
+    """What the `leakcheck` fixture gives a test: leakcheck's API with the
+    settings that apply to this test (its noleak marker over the command
+    line and ini file)."""
+
+    def __init__(self, settings, name):
+        self.settings = settings
+        self.name = name
+
+    def series(self, **overrides):
+        """A leakcheck.Series with this test's settings; keyword arguments
+        replace single settings."""
+        kw = dict(warmup=self.settings.warmup, repeat=self.settings.repeat,
+                  probes=list(self.settings.probes),
+                  tolerance=self.settings.tolerance, name=self.name)
+        kw.update(overrides)
+        return leakcheck.Series(**kw)
+
+    def check(self, func, *args, **kwargs):
+        """Runs func(*args, **kwargs) as a series with this test's settings
+        and raises leakcheck.LeakError, with the report and a diagnosis,
+        when it leaks.  Returns the finished Series."""
+        def run_once():
+            func(*args, **kwargs)
+
+        s = self.series(name=getattr(func, "__qualname__", self.name))
+        while s.next():
+            run_once()
+        if s.leaked:
+            diagnosis = _diagnose(run_once, s.leaking)
+            raise leakcheck.LeakError(s.report(diagnosis=diagnosis),
+                                      diagnosis)
+        return s
+
+    def snapshot(self):
+        """A snapshot of this test's probes."""
+        return leakcheck.snapshot(list(self.settings.probes))
+
+    def scope(self, **kwargs):
+        """leakcheck.scope() over this test's probes and tolerance."""
+        kwargs.setdefault("probes", list(self.settings.probes))
+        if self.settings.tolerance is not None:
+            kwargs.setdefault("tolerance", self.settings.tolerance)
+        return leakcheck.scope(**kwargs)
+
+
+@pytest.fixture(name="leakcheck")
+def leakcheck_fixture(request):
+    """leakcheck's API with this test's settings: .check(func, *args)
+    raises LeakError when func leaks, .series(), .scope(), .snapshot(),
+    .settings."""
+    state = request.config.stash[STATE]
+    try:
+        settings = settingsmod.for_item(request.node,
+                                        state.settings.defaults)
+    except BadValue as e:
+        pytest.fail(str(e), pytrace=False)
+    return LeakcheckFixture(settings, request.node.nodeid)
+
+
+# ---- the protocol ---------------------------------------------------------
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    state = item.config.stash.get(STATE, None)
+    if state is None or not state.wants(item) or \
+            item.config.getoption("setuponly", False) or \
+            item.config.getoption("setupplan", False):
+        if state is not None:
+            state.freezer.end()
+        return None
+    reports = _hunt(item, nextitem, state)
+    if reports is None:
+        return None
+    ihook = item.ihook
+    for rep in reports:
+        ihook.pytest_runtest_logreport(report=rep)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    message = item.stash.get(BAD_SETTINGS, None)
+    if message is not None:
+        pytest.fail(message, pytrace=False)
+
+
+def _diagnose(run_once, leaking):
+    try:
+        return leakcheck.diagnose(run_once, list(leaking), runs=2)
+    except Exception:
+        return None
+
+
+def _record(item, state, settings, verdict, outcome, series=None,
+            reason=None, diagnosis=None, known=False):
+    rec = {"id": item.nodeid, "verdict": verdict, "outcome": outcome,
+           "known": known, "reason": reason,
+           "warmup": settings.warmup, "repeat": settings.repeat,
+           "runs": 0, "probes": list(settings.probes), "leaking": [],
+           "deltas": {}, "thresholds": {}, "diagnosis": None,
+           "worker": state.worker_id}
+    if series is not None:
+        rec.update(runs=series.runs, probes=list(series.probes),
+                   leaking=list(series.leaking),
+                   deltas={k: list(v) for k, v in series.deltas.items()},
+                   thresholds=dict(series.thresholds))
+    if diagnosis is not None:
+        try:
+            rec["diagnosis"] = diagnosis.to_dict()
+        except Exception:
+            rec["diagnosis"] = {"text": str(diagnosis)}
+    return rec
+
+
+class _LeakRepr:
+    """The longrepr of a leaking test: the series report and diagnosis,
+    with a one-line crash message for pytest's short summary."""
+
+    def __init__(self, text, message, location):
+        self.text = text
+        path, lineno, _ = location
+        self.reprcrash = _Crash(path, (lineno or 0) + 1, message)
+
+    def toterminal(self, tw):
+        for line in self.text.rstrip("\n").splitlines():
+            tw.line(line)
+
+    def __str__(self):
+        return self.text
+
+
+class _Crash:
+    def __init__(self, path, lineno, message):
+        self.path, self.lineno, self.message = path, lineno, message
+
+    def __str__(self):
+        return f"{self.path}:{self.lineno}: {self.message}"
+
+
+def _leak_message(series):
+    deltas = series.deltas
+    parts = [f"{p} " + " ".join(f"{d:+d}" for d in deltas.get(p, ()))
+             for p in series.leaking]
+    return MSG_LEAK.format(details="; ".join(parts))
+
+
+def _hunt(item, nextitem, state):
+    """Runs the reported run and the series; returns the reports to log,
+    the one that carries the verdict holding it as `.leakcheck`."""
+    try:
+        settings = settingsmod.for_item(item, state.settings.defaults)
+        series = leakcheck.Series(
+            warmup=settings.warmup, repeat=settings.repeat,
+            probes=list(settings.probes), tolerance=settings.tolerance,
+            name=item.nodeid)
+    except (BadValue, ValueError) as e:
+        # The test errors in its setup, run by pytest's own protocol.
+        item.stash[BAD_SETTINGS] = str(e)
+        return None
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
+                                       location=item.location)
+    runner = ItemRunner(item, nextitem)
+    state.freezer.begin()
+    reports = None
+    failure = None      # the report of a failed extra run
+    error = None        # the engine's exception
+    while True:
+        try:
+            more = series.next()
+        except Exception as e:
+            error = e
+            break
+        if not more:
+            break
+        if reports is None:
+            reports = runner.run_reported()
+            if outcome_of(reports) != "passed":
+                break
+        else:
+            failure = runner.run_again()
+            if failure is not None:
+                break
+    if reports is None:
+        reports = runner.run_reported()
+    outcome = outcome_of(reports)
+
+    call = next((r for r in reports if r.when == "call"), reports[0])
+    if outcome in ("skipped", "xfailed", "xpassed"):
+        rec = _record(item, state, settings, "skipped", outcome,
+                      reason=f"not checked: the test {outcome}")
+    elif outcome != "passed":
+        rec = _record(item, state, settings, "error", outcome,
+                      reason=f"not checked: the test {outcome}")
+    elif failure is not None:
+        msg = MSG_RERUN_FAILED.format(
+            outcome=outcome_of([failure]), when=failure.when)
+        rec = _record(item, state, settings, "error", "failed", reason=msg)
+        call.outcome = "failed"
+        call.longrepr = f"{msg}\n\n{failure.longreprtext}"
+    elif error is not None:
+        msg = MSG_ENGINE_ERROR.format(error=f"{type(error).__name__}: {error}")
+        rec = _record(item, state, settings, "error", "failed", reason=msg)
+        call.outcome = "failed"
+        call.longrepr = msg
+    elif series.leaked:
+        diagnosis = _diagnose(runner.run_again, series.leaking)
+        text = series.report(diagnosis=diagnosis)
+        known = reportmod.is_known(state.baseline, item.nodeid,
+                                   series.leaking)
+        rec = _record(item, state, settings, "leak", outcome, series=series,
+                      diagnosis=diagnosis, known=known)
+        if known:
+            call.sections.append((SECTION_KNOWN, text))
+        else:
+            rec["outcome"] = "failed"
+            call.outcome = "failed"
+            call.longrepr = _LeakRepr(text, _leak_message(series),
+                                      item.location)
+    else:
+        rec = _record(item, state, settings, "clean", outcome, series=series)
+    call.leakcheck = rec
+    return runner.finish(reports)
+
+
+# ---- results, summary and the report ---------------------------------------
+
+def pytest_report_teststatus(report, config):
+    rec = getattr(report, "leakcheck", None)
+    if (rec and report.when == "call" and report.failed
+            and rec.get("verdict") == "leak"):
+        return STATUS_LEAKED
+    return None
+
+
+class _SessionHooks:
+    """Hooks that need the session's State but whose hookspecs carry no
+    config; one instance per config, registered by pytest_configure."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def pytest_runtest_logreport(self, report):
+        rec = getattr(report, "leakcheck", None)
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+            self.state.add(rec)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.state.mark_partial("interrupted (KeyboardInterrupt)")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        """pytest-xdist: a worker died while running `crashitem`."""
+        self.state.mark_partial("a pytest-xdist worker crashed")
+        self.state.add({
+            "id": crashitem, "verdict": "error", "outcome": "crashed",
+            "known": False, "reason": MSG_CRASHED, "warmup": None,
+            "repeat": None, "runs": 0, "probes": [], "leaking": [],
+            "deltas": {}, "thresholds": {}, "diagnosis": None,
+            "worker": None})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        """pytest-xdist: a worker is gone; with `error`, it died."""
+        if error:
+            self.state.mark_partial("a pytest-xdist worker crashed")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    state.freezer.end()
+    if state.report is None:
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        state.mark_partial("interrupted (KeyboardInterrupt)")
+    elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        state.mark_partial("pytest stopped on an internal error")
+    elif session.shouldstop or session.shouldfail:
+        state.mark_partial(
+            f"stopped early: {session.shouldstop or session.shouldfail}")
+    _write(state)
+
+
+def _write(state):
+    try:
+        state.report.write()
+    except OSError as e:
+        state.report.write_error = f"{e.strerror or e}"
+    else:
+        state.report.write_error = None
+
+
+def _write_at_exit(state):
+    if state.report is not None and not state.report.written:
+        state.report.mark_partial("the process exited before the session "
+                                  "finished")
+        _write(state)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = config.stash.get(STATE, None)
+    if state is None or not state.records:
+        return
+    tr = terminalreporter
+    recs = [state.records[k] for k in sorted(state.records)]
+    leaks = [r for r in recs if r["verdict"] == "leak"]
+    ours = [r for r in recs if r["verdict"] == "error"
+            and (r.get("reason") or "").startswith("leakcheck:")]
+    if leaks or ours:
+        tr.write_sep("=", "leakcheck", red=bool(leaks or ours), bold=True)
+        for r in leaks:
+            details = "; ".join(
+                f"{p} " + " ".join(f"{d:+d}" for d in r["deltas"].get(p, ()))
+                for p in r["leaking"])
+            word = "KNOWN LEAK" if r["known"] else "LEAKED"
+            tr.write_line(f"{word} {r['id']} - {details}")
+        for r in ours:
+            tr.write_line(f"ERROR {r['id']} - {r['reason']}")
+    counts = {v: 0 for v in reportmod.VERDICTS}
+    for r in recs:
+        counts[r["verdict"]] += 1
+    known = sum(1 for r in leaks if r["known"])
+    tr.write_line(MSG_SUMMARY.format(
+        tests=len(recs), s="s" if len(recs) != 1 else "",
+        known=f" ({known} known from the baseline)" if known else "",
+        **counts))
+    if state.report is not None and state.report.written:
+        partial = state.report.partial_reasons
+        tr.write_line(MSG_REPORT_WRITTEN.format(
+            path=state.report.path,
+            partial=f" (partial: {'; '.join(partial)})" if partial else ""))
+    elif state.report is not None and state.report.write_error:
+        tr.write_line(f"leakcheck: cannot write the report "
+                      f"{state.report.path}: {state.report.write_error}",
+                      red=True)

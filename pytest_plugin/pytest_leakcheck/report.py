@@ -1,0 +1,169 @@
+"""The JSON report (schema "leakcheck-report/1") and the baseline reader.
+
+A report is one JSON object:
+
+    {"schema": "leakcheck-report/1",
+     "partial": false,            # true when the run did not finish
+     "partial_reasons": [...],    # why, when partial
+     "created": "2026-01-01T00:00:00Z",
+     "environment": {python, implementation, platform, pytest, leakcheck,
+                     workers},
+     "settings": {hunt: "all"|"marked", warmup, repeat, probes, baseline},
+     "probes": {name: {unit, available, reason, threshold}},
+     "summary": {"tests": n, "leak": n, "clean": n, "error": n,
+                 "skipped": n, "known": n},
+     "tests": [{"id", "verdict": "leak"|"clean"|"error"|"skipped",
+                "outcome", "known", "reason", "warmup", "repeat", "runs",
+                "probes", "leaking", "deltas": {probe: [int per run]},
+                "thresholds": {probe: int}, "diagnosis", "worker"}, ...]}
+
+`python -m leakcheck gate` reads it (leakcheck/gate.py, which keeps its own
+copy of the schema names: the gate runs with the standard library alone).
+Files are written whole and atomically (a temporary file renamed over the
+target), so a reader never sees half a report.
+"""
+
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+
+SCHEMA = "leakcheck-report/1"
+BASELINE_SCHEMA = "leakcheck-baseline/1"
+VERDICTS = ("leak", "clean", "error", "skipped")
+
+
+def render(data):
+    """JSON text: one line per top-level key and one per entry of a
+    top-level list or object, so that reports diff and grep well."""
+    lines = []
+    for i, (key, value) in enumerate(data.items()):
+        head = f"  {json.dumps(key)}: "
+        comma = "," if i < len(data) - 1 else ""
+        if isinstance(value, list) and value:
+            items = [f"    {json.dumps(v)}" for v in value]
+            lines.append(head + "[\n" + ",\n".join(items) + "\n  ]" + comma)
+        elif isinstance(value, dict) and value and key != "environment":
+            items = [f"    {json.dumps(k)}: {json.dumps(v)}"
+                     for k, v in value.items()]
+            lines.append(head + "{\n" + ",\n".join(items) + "\n  }" + comma)
+        else:
+            lines.append(head + json.dumps(value) + comma)
+    return "{\n" + "\n".join(lines) + "\n}\n"
+
+
+def write_atomically(path, text):
+    """Writes `text` to `path` through a temporary file in the same
+    directory and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
+                               dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_baseline(path):
+    """Known leaks {test id: frozenset of probes} from a baseline file that
+    `python -m leakcheck gate --write-baseline` wrote, or from a report.
+    ValueError with the reason when the file is unusable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ValueError(e.strerror or str(e))
+    except ValueError as e:
+        raise ValueError(f"not valid JSON: {e}")
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == SCHEMA and isinstance(data.get("tests"), list):
+        return {t["id"]: frozenset(t.get("leaking") or ())
+                for t in data["tests"]
+                if isinstance(t, dict) and t.get("verdict") == "leak"}
+    if schema == BASELINE_SCHEMA and isinstance(data.get("leaks"), dict):
+        return {k: frozenset(v) for k, v in data["leaks"].items()
+                if isinstance(v, list)}
+    raise ValueError(f"schema {schema!r}, expected {BASELINE_SCHEMA!r} "
+                     f"(or a {SCHEMA!r} report)")
+
+
+def is_known(baseline, test_id, leaking):
+    """Whether the baseline covers every probe that leaks now."""
+    known = baseline.get(test_id)
+    return known is not None and set(leaking) <= known
+
+
+class Report:
+    """The records of one session, kept by the process that writes the
+    report (the only process, or the xdist controller)."""
+
+    def __init__(self, path, settings, probes, environment):
+        self.path = path
+        self.settings = settings
+        self.probes = probes
+        self.environment = environment
+        self.records = {}           # test id -> record, last one wins
+        self.partial_reasons = []
+        self.written = False
+        self.write_error = None     # why the last write failed
+
+    def add(self, record):
+        self.records[record["id"]] = record
+
+    def mark_partial(self, reason):
+        if reason not in self.partial_reasons:
+            self.partial_reasons.append(reason)
+
+    def summary(self):
+        counts = {"tests": len(self.records)}
+        counts.update({v: 0 for v in VERDICTS})
+        counts["known"] = 0
+        for r in self.records.values():
+            counts[r["verdict"]] += 1
+            counts["known"] += bool(r.get("known"))
+        return counts
+
+    def document(self):
+        return {
+            "schema": SCHEMA,
+            "partial": bool(self.partial_reasons),
+            "partial_reasons": list(self.partial_reasons),
+            "created": datetime.datetime.now(datetime.timezone.utc)
+                               .strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "environment": self.environment,
+            "settings": self.settings,
+            "probes": self.probes,
+            "summary": self.summary(),
+            "tests": [self.records[k] for k in sorted(self.records)],
+        }
+
+    def write(self):
+        write_atomically(self.path, render(self.document()))
+        self.written = True
+
+
+def environment(config, leakcheck_version):
+    """Where the report was made."""
+    import pytest
+    workers = config.getoption("numprocesses", None)
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "debug_build": hasattr(sys, "gettotalrefcount"),
+        "platform": sys.platform + "-" + platform.machine(),
+        "pytest": pytest.__version__,
+        "leakcheck": leakcheck_version,
+        "workers": workers if isinstance(workers, int) else None,
+    }

@@ -1,0 +1,213 @@
+"""Running one test item more than once, as pytest runs it once.
+
+pytest's own runtestprotocol() assumes one run per item: run it again and
+the harness itself grows (captured output appended to the item, finalizers
+added to shared fixtures, warnings recorded for the terminal), and every
+clean test would "leak".  ItemRunner runs the whole protocol (setup, call,
+teardown, through the hooks, so every plugin and fixture takes part) and
+puts back what pytest's bookkeeping added, so that only the test's own
+growth is measured:
+
+- every teardown but the last tears down the item alone, so module-,
+  class- and session-scoped fixtures are set up once, in the reported run;
+- output captured by pytest, user properties and warnings of the extra runs
+  are dropped (the reported run keeps its own);
+- finalizers that function-scoped fixtures register on the shared fixtures
+  they depend on are dropped once the fixture is finished (they are no-ops
+  by then, and one accumulates per run);
+- a doctest's globals, which the doctest runner clears after each run, are
+  put back before the next.
+"""
+
+import bdb
+import functools
+import sys
+import warnings
+
+import pytest
+
+_HOOKS = {
+    "setup": "pytest_runtest_setup",
+    "call": "pytest_runtest_call",
+    "teardown": "pytest_runtest_teardown",
+}
+
+
+def _reraise(config):
+    """Exceptions that end the session instead of failing the test, as
+    pytest's runner decides."""
+    if config.getoption("usepdb", False):
+        return (pytest.exit.Exception,)
+    return (pytest.exit.Exception, KeyboardInterrupt)
+
+
+def _interactive(call, report):
+    """Whether pytest would hand this failure to --pdb (as its runner)."""
+    if call.excinfo is None or hasattr(report, "wasxfail"):
+        return False
+    skips = (pytest.skip.Exception, bdb.BdbQuit)
+    unittest = sys.modules.get("unittest")
+    if unittest is not None:
+        skips += (unittest.SkipTest,)
+    return not isinstance(call.excinfo.value, skips)
+
+
+def call_and_report(item, when, interact=False, **kwds):
+    """Runs one phase of `item` through its hook and returns its report,
+    without logging it."""
+    hook = getattr(item.ihook, _HOOKS[when])
+    call = pytest.CallInfo.from_call(lambda: hook(item=item, **kwds),
+                                     when=when,
+                                     reraise=_reraise(item.config))
+    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
+    if interact and _interactive(call, report):
+        item.ihook.pytest_exception_interact(node=item, call=call,
+                                             report=report)
+    return report
+
+
+def outcome_of(reports):
+    """The outcome of a run from its reports: "passed", "failed" (the call
+    failed), "error" (setup or teardown failed), "skipped", "xfailed" or
+    "xpassed"."""
+    for rep in reports:
+        if rep.failed:
+            return "failed" if rep.when == "call" else "error"
+    for rep in reports:
+        if hasattr(rep, "wasxfail"):
+            return "xfailed" if rep.skipped else "xpassed"
+        if rep.skipped:
+            return "skipped"
+    return "passed"
+
+
+class ItemRunner:
+    """Runs `item`: once as its reported run, then again as often as the
+    series asks, and finally tears down what `nextitem` does not need."""
+
+    def __init__(self, item, nextitem):
+        self.item = item
+        self.nextitem = nextitem
+        # The teardown target of every run but the last: the item's
+        # parent, whose chain keeps every collector (and its fixtures) up.
+        self._parent = item.parent
+        self._sections = 0
+        self._properties = 0
+        self._shared = ()
+        dtest = getattr(item, "dtest", None)
+        globs = getattr(dtest, "globs", None)
+        self._globs = dict(globs) if isinstance(globs, dict) else None
+
+    def _protocol(self, interact):
+        """setup, call (when setup passed), teardown of the item alone: a
+        copy of pytest's runtestprotocol(log=False)."""
+        item = self.item
+        hasrequest = hasattr(item, "_request")
+        if hasrequest and not item._request:
+            item._initrequest()
+        try:
+            reports = [call_and_report(item, "setup", interact)]
+            if reports[0].passed:
+                reports.append(call_and_report(item, "call", interact))
+            reports.append(call_and_report(item, "teardown", interact,
+                                           nextitem=self._parent))
+        finally:
+            if hasrequest:
+                item._request = False
+                item.funcargs = None
+        return reports
+
+    def run_reported(self):
+        """The test's own run, whose reports pytest will log; remembers
+        what later runs must not grow."""
+        reports = self._protocol(interact=True)
+        item = self.item
+        self._sections = len(item._report_sections)
+        self._properties = len(item.user_properties)
+        info = getattr(item, "_fixtureinfo", None)
+        defs = getattr(info, "name2fixturedefs", None) or {}
+        self._shared = tuple(
+            fd for fds in defs.values() for fd in fds
+            if getattr(fd, "scope", "function") != "function"
+            and isinstance(getattr(fd, "_finalizers", None), list))
+        self._drop_finished_finalizers()
+        return reports
+
+    def run_again(self):
+        """One more run, not logged.  None when every phase passed, else
+        the report of the first phase that did not."""
+        if self._globs is not None:
+            self.item.dtest.globs.clear()
+            self.item.dtest.globs.update(self._globs)
+        try:
+            with warnings.catch_warnings(record=True):
+                reports = self._protocol(interact=False)
+        finally:
+            self._put_back()
+        for rep in reports:
+            if not rep.passed:
+                return rep
+        return None
+
+    def _put_back(self):
+        item = self.item
+        del item._report_sections[self._sections:]
+        del item.user_properties[self._properties:]
+        self._drop_finished_finalizers()
+
+    def _drop_finished_finalizers(self):
+        for fd in self._shared:
+            fins = fd._finalizers
+            if fins:
+                fins[:] = [f for f in fins if not self._finished(f)]
+
+    def _finished(self, fin):
+        """Whether `fin` is the finalizer a function-scoped fixture of this
+        item left on a shared fixture, and that fixture is finished."""
+        if not isinstance(fin, functools.partial):
+            return False
+        owner = getattr(fin.func, "__self__", None)
+        request = fin.keywords.get("request") if fin.keywords else None
+        return (getattr(fin.func, "__name__", None) == "finish"
+                and owner is not None
+                and getattr(owner, "cached_result", True) is None
+                and getattr(request, "node", None) is self.item)
+
+    def finish(self, reports):
+        """Tears down what the real next item does not need (module or
+        session fixtures at the end of their scope), as the reported run's
+        teardown would have, and returns the reports to log.
+
+        pytest's teardown hooks expect a setup before them (the logging
+        plugin keeps per-run state from one to the other), so this is one
+        more setup of the item, unreported, and the teardown, whose report
+        replaces the reported run's when that one passed."""
+        item = self.item
+        nextitem = self.nextitem
+        if item.session.shouldfail or item.session.shouldstop:
+            nextitem = None
+        chain = item.listchain()[:-1]
+        if nextitem is not None and nextitem.listchain()[:len(chain)] == chain:
+            return reports
+        if self._globs is not None:
+            item.dtest.globs.clear()
+            item.dtest.globs.update(self._globs)
+        sections = len(item._report_sections)
+        hasrequest = hasattr(item, "_request")
+        if hasrequest and not item._request:
+            item._initrequest()
+        try:
+            with warnings.catch_warnings(record=True):
+                call_and_report(item, "setup")
+            del item._report_sections[sections:]
+            final = call_and_report(item, "teardown", interact=True,
+                                    nextitem=nextitem)
+        finally:
+            if hasrequest:
+                item._request = False
+                item.funcargs = None
+        last = reports[-1]
+        if final.failed or not last.failed:
+            final.duration += last.duration
+            reports[-1] = final
+        return reports

@@ -1,0 +1,272 @@
+"""The plugin's settings: command-line options, ini keys and the noleak
+marker, their help texts, their defaults, and the checks that reject a bad
+value with a message naming where it came from.
+
+Precedence, highest first: the marker's arguments, the command line, the
+ini file, the defaults.  Expected messages are module constants so that the
+tests format them instead of copying them.
+"""
+
+import dataclasses
+import os
+
+import leakcheck
+
+DEFAULT_WARMUP = 1
+DEFAULT_REPEAT = 4
+
+MARKER = "noleak"
+MARKER_ARGS = ("repeat", "warmup", "probes", "tolerance")
+MARKER_LINE = (
+    f"{MARKER}(repeat={DEFAULT_REPEAT}, warmup={DEFAULT_WARMUP}, "
+    "probes=None, tolerance=None): repeat the test and fail it when a probe "
+    "grows in every measured run (a leak). repeat: measured runs at most; "
+    "warmup: unmeasured runs first, counting the reported run; probes: "
+    "names (a list or a comma-separated string) instead of the default "
+    "set; tolerance: growth per run that is not a leak, an int for every "
+    "probe or a {probe: int} dict.")
+
+HELP_LEAKS = ("hunt for leaks in every test: run each test again and fail it "
+              "when a probe grows in every measured run")
+HELP_REPEAT = (f"measured runs per test at most (default {DEFAULT_REPEAT}); "
+               "a test that stops growing stops early")
+HELP_WARMUP = ("unmeasured runs before measuring, counting the test's own "
+               f"reported run (default {DEFAULT_WARMUP})")
+HELP_PROBES = ("comma-separated probes to judge, or 'all' (default: the "
+               "package's default set; see leakcheck.probes())")
+HELP_REPORT = ("write a JSON report (schema leakcheck-report/1) of every "
+               "checked test to PATH; one merged file under pytest-xdist")
+HELP_BASELINE = ("known leaks (a file 'python -m leakcheck gate "
+                 "--write-baseline' wrote): they are reported but do not "
+                 "fail their tests")
+
+# (option, ini key, help, metavar or None for a flag)
+OPTIONS = (
+    ("--leaks", "leaks", HELP_LEAKS, None),
+    ("--leaks-repeat", "leaks_repeat", HELP_REPEAT, "N"),
+    ("--leaks-warmup", "leaks_warmup", HELP_WARMUP, "N"),
+    ("--leaks-probes", "leaks_probes", HELP_PROBES, "NAMES"),
+    ("--leaks-report", "leaks_report", HELP_REPORT, "PATH"),
+    ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH"),
+)
+
+# Messages.  A bad value is "leakcheck: <where>: <problem>".
+MSG_BAD_VALUE = "leakcheck: {where}: {problem}"
+WHERE_CLI = "command line option {option}"
+WHERE_INI = "ini option {key} in {inifile}"
+WHERE_MARKER = "@pytest.mark.noleak on {nodeid}"
+PROBLEM_INT = "{name} must be an integer >= {minimum}, not {value!r}"
+PROBLEM_PROBE = "unknown probe {value!r}; valid probes: {valid}"
+PROBLEM_PROBES_TYPE = ("probes must be probe names (a list or a "
+                       "comma-separated string), not {value!r}")
+PROBLEM_NO_PROBES = "probes must name at least one probe"
+PROBLEM_TOLERANCE = ("tolerance must be an integer >= 0 or a "
+                     "{{probe: integer >= 0}} dict, not {value!r}")
+PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
+                      "positional {value!r}")
+PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
+PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
+
+
+class BadValue(ValueError):
+    """A setting with a bad value; str() is the full one-line message."""
+
+    def __init__(self, where, problem):
+        super().__init__(MSG_BAD_VALUE.format(where=where, problem=problem))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What one test's series uses."""
+    warmup: int
+    repeat: int
+    probes: tuple            # probe names
+    tolerance: object        # None, int, or {probe: int}
+
+    def to_dict(self):
+        tol = self.tolerance
+        return {"warmup": self.warmup, "repeat": self.repeat,
+                "probes": list(self.probes),
+                "tolerance": dict(tol) if isinstance(tol, dict) else tol}
+
+
+def _valid_probes():
+    return ", ".join(leakcheck.PROBE_NAMES)
+
+
+def parse_int(value, name, minimum, where):
+    """`value` (an int, or a string from the command line or an ini file)
+    as an int >= minimum; BadValue naming `where` otherwise."""
+    if isinstance(value, bool):
+        raise BadValue(where, PROBLEM_INT.format(name=name, minimum=minimum,
+                                                 value=value))
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    elif isinstance(value, int):
+        number = value
+    else:
+        number = None
+    if number is None or number < minimum:
+        raise BadValue(where, PROBLEM_INT.format(name=name, minimum=minimum,
+                                                 value=value))
+    return number
+
+
+def parse_probes(value, where):
+    """A tuple of probe names from a comma-separated string, 'all', or an
+    iterable of names; BadValue naming `where` otherwise."""
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    elif isinstance(value, (list, tuple, set, frozenset)) and all(
+            isinstance(n, str) for n in value):
+        names = [n.strip() for n in value]
+    else:
+        raise BadValue(where, PROBLEM_PROBES_TYPE.format(value=value))
+    if names == ["all"]:
+        return tuple(leakcheck.PROBE_NAMES)
+    if not names:
+        raise BadValue(where, PROBLEM_NO_PROBES)
+    for n in names:
+        if n not in leakcheck.PROBE_NAMES:
+            raise BadValue(where, PROBLEM_PROBE.format(value=n,
+                                                       valid=_valid_probes()))
+    return tuple(dict.fromkeys(names))
+
+
+def parse_tolerance(value, where):
+    """None, an int >= 0, or {probe: int >= 0}; BadValue otherwise."""
+    if value is None:
+        return None
+    bad = BadValue(where, PROBLEM_TOLERANCE.format(value=value))
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise bad
+            if k not in leakcheck.PROBE_NAMES:
+                raise BadValue(where, PROBLEM_PROBE.format(
+                    value=k, valid=_valid_probes()))
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise bad
+            out[k] = v
+        return out
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise bad
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionSettings:
+    """The session-wide settings, from the command line and the ini file."""
+    hunt_all: bool
+    defaults: Settings
+    report_path: object      # str or None
+    baseline_path: object    # str or None
+    sources: dict            # setting -> "command line" | "ini" | "default"
+
+
+def _ini_where(config, key):
+    inifile = config.inipath if config.inipath else "the ini file"
+    return WHERE_INI.format(key=key, inifile=inifile)
+
+
+def _raw(config, option, key):
+    """(value, where, source) of a setting: the command line wins over the
+    ini file; (None, None, "default") when neither sets it."""
+    dest = option.lstrip("-").replace("-", "_")
+    value = config.getoption(dest, None)
+    if value is not None:
+        return value, WHERE_CLI.format(option=option), "command line"
+    value = config.getini(key)
+    if value not in (None, "", []):
+        return value, _ini_where(config, key), "ini"
+    return None, None, "default"
+
+
+def from_config(config):
+    """SessionSettings of `config`; BadValue on a bad value."""
+    sources = {}
+    hunt_all = bool(config.getoption("leaks", False))
+    sources["leaks"] = "command line" if hunt_all else "default"
+    if not hunt_all and config.getini("leaks"):
+        hunt_all, sources["leaks"] = True, "ini"
+
+    value, where, sources["repeat"] = _raw(config, "--leaks-repeat",
+                                           "leaks_repeat")
+    repeat = (DEFAULT_REPEAT if value is None
+              else parse_int(value, "repeat", 1, where))
+    value, where, sources["warmup"] = _raw(config, "--leaks-warmup",
+                                           "leaks_warmup")
+    warmup = (DEFAULT_WARMUP if value is None
+              else parse_int(value, "warmup", 0, where))
+    value, where, sources["probes"] = _raw(config, "--leaks-probes",
+                                           "leaks_probes")
+    probes = (tuple(leakcheck.DEFAULT_PROBES) if value is None
+              else parse_probes(value, where))
+    report, _, sources["report"] = _raw(config, "--leaks-report",
+                                        "leaks_report")
+    baseline, _, sources["baseline"] = _raw(config, "--leaks-baseline",
+                                            "leaks_baseline")
+    return SessionSettings(
+        hunt_all=hunt_all,
+        defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
+                          tolerance=None),
+        report_path=_path(config, report, sources["report"]),
+        baseline_path=_path(config, baseline, sources["baseline"]),
+        sources=sources)
+
+
+def _path(config, value, source):
+    """An absolute path: a command-line path is relative to the current
+    directory, an ini path to the ini file's directory."""
+    if not value:
+        return None
+    value = os.path.expanduser(str(value))
+    if source == "ini" and config.inipath and not os.path.isabs(value):
+        value = os.path.join(os.path.dirname(str(config.inipath)), value)
+    return os.path.abspath(value)
+
+
+def for_item(item, defaults):
+    """The Settings of one test: its closest noleak marker's arguments over
+    `defaults`; BadValue naming the marker on a bad argument."""
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return defaults
+    where = WHERE_MARKER.format(nodeid=item.nodeid)
+    valid = ", ".join(MARKER_ARGS)
+    if marker.args:
+        raise BadValue(where, PROBLEM_POSITIONAL.format(
+            valid=valid, value=marker.args[0]))
+    for k in marker.kwargs:
+        if k not in MARKER_ARGS:
+            raise BadValue(where, PROBLEM_KEYWORD.format(value=k,
+                                                         valid=valid))
+    kw = marker.kwargs
+    return Settings(
+        warmup=(defaults.warmup if kw.get("warmup") is None
+                else parse_int(kw["warmup"], "warmup", 0, where)),
+        repeat=(defaults.repeat if kw.get("repeat") is None
+                else parse_int(kw["repeat"], "repeat", 1, where)),
+        probes=(defaults.probes if kw.get("probes") is None
+                else parse_probes(kw["probes"], where)),
+        tolerance=parse_tolerance(kw.get("tolerance"), where))
+
+
+def add_options(parser):
+    """Registers the options and their ini equivalents, one help text
+    each."""
+    group = parser.getgroup("leakcheck", "leak hunting (leakcheck)")
+    for option, key, help_text, metavar in OPTIONS:
+        dest = option.lstrip("-").replace("-", "_")
+        if metavar is None:
+            group.addoption(option, action="store_true", dest=dest,
+                            default=False, help=help_text)
+            parser.addini(key, help_text, type="bool", default=False)
+        else:
+            group.addoption(option, action="store", dest=dest, default=None,
+                            metavar=metavar, help=help_text)
+            parser.addini(key, help_text, type="string", default="")
