@@ -423,8 +423,18 @@ def _hunt(item, nextitem, state):
                                       item.location)
     else:
         rec = _record(item, state, settings, "clean", outcome, series=series)
+    reports, final_failure = runner.finish(reports)
+    if (final_failure is not None and failure is None and error is None
+            and outcome == "passed"):
+        # The extra run that tears down wider fixtures failed: the test
+        # does not pass every run, as a failed measured run would show.
+        msg = MSG_RERUN_FAILED.format(outcome=outcome_of([final_failure]),
+                                      when=final_failure.when)
+        rec = _record(item, state, settings, "error", "failed", reason=msg)
+        call.outcome = "failed"
+        call.longrepr = f"{msg}\n\n{final_failure.longreprtext}"
     call.leakcheck = rec
-    return runner.finish(reports)
+    return reports
 
 
 # ---- results, summary and the report ---------------------------------------

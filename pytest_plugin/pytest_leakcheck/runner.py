@@ -94,13 +94,31 @@ class ItemRunner:
         self._sections = 0
         self._properties = 0
         self._shared = ()
+        self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
         self._globs = dict(globs) if isinstance(globs, dict) else None
 
-    def _protocol(self, interact):
-        """setup, call (when setup passed), teardown of the item alone: a
-        copy of pytest's runtestprotocol(log=False)."""
+    def _next_for_teardown(self):
+        """The item the last teardown prepares for: pytest's nextitem, or
+        None when the session is stopping (everything is torn down)."""
+        session = self.item.session
+        if session.shouldfail or session.shouldstop:
+            return None
+        return self.nextitem
+
+    def _needs_wider_teardown(self):
+        """Whether tearing down for the next item tears down more than the
+        item itself (the item is the last of its module, class, ...)."""
+        nextitem = self._next_for_teardown()
+        chain = self.item.listchain()[:-1]
+        return nextitem is None or nextitem.listchain()[:len(chain)] != chain
+
+    def _protocol(self, interact, hunt=True):
+        """setup, call (when setup passed), teardown: a copy of pytest's
+        runtestprotocol(log=False).  The teardown tears down the item alone
+        when `hunt` is true and the run passed, so that the next run finds
+        wider fixtures set up; else it tears down for the next item."""
         item = self.item
         hasrequest = hasattr(item, "_request")
         if hasrequest and not item._request:
@@ -109,8 +127,11 @@ class ItemRunner:
             reports = [call_and_report(item, "setup", interact)]
             if reports[0].passed:
                 reports.append(call_and_report(item, "call", interact))
+            keep = hunt and outcome_of(reports) == "passed"
+            target = self._parent if keep else self._next_for_teardown()
             reports.append(call_and_report(item, "teardown", interact,
-                                           nextitem=self._parent))
+                                           nextitem=target))
+            self.torn_down = not keep or not self._needs_wider_teardown()
         finally:
             if hasrequest:
                 item._request = False
@@ -119,7 +140,8 @@ class ItemRunner:
 
     def run_reported(self):
         """The test's own run, whose reports pytest will log; remembers
-        what later runs must not grow."""
+        what later runs must not grow.  When the run did not pass it is
+        torn down for the next item, as pytest would."""
         reports = self._protocol(interact=True)
         item = self.item
         self._sections = len(item._report_sections)
@@ -174,21 +196,20 @@ class ItemRunner:
                 and getattr(request, "node", None) is self.item)
 
     def finish(self, reports):
-        """Tears down what the real next item does not need (module or
-        session fixtures at the end of their scope), as the reported run's
-        teardown would have, and returns the reports to log.
+        """Tears down what the next item does not need (module or session
+        fixtures at the end of their scope), when the reported run left it
+        up, and returns (reports to log, the report of a phase of the final
+        run that did not pass, or None).
 
-        pytest's teardown hooks expect a setup before them (the logging
-        plugin keeps per-run state from one to the other), so this is one
-        more setup of the item, unreported, and the teardown, whose report
-        replaces the reported run's when that one passed."""
+        pytest's hooks and items pair a teardown with the setup and call
+        before it (the logging plugin keeps state from setup to teardown, a
+        unittest item creates its TestCase in the call and drops it in the
+        teardown), so this is one more whole run, unreported but for its
+        teardown, whose report replaces the reported run's teardown report
+        when that one passed."""
+        if self.torn_down:
+            return reports, None
         item = self.item
-        nextitem = self.nextitem
-        if item.session.shouldfail or item.session.shouldstop:
-            nextitem = None
-        chain = item.listchain()[:-1]
-        if nextitem is not None and nextitem.listchain()[:len(chain)] == chain:
-            return reports
         if self._globs is not None:
             item.dtest.globs.clear()
             item.dtest.globs.update(self._globs)
@@ -196,12 +217,17 @@ class ItemRunner:
         hasrequest = hasattr(item, "_request")
         if hasrequest and not item._request:
             item._initrequest()
+        failure = None
         try:
             with warnings.catch_warnings(record=True):
-                call_and_report(item, "setup")
+                first = [call_and_report(item, "setup")]
+                if first[0].passed:
+                    first.append(call_and_report(item, "call"))
             del item._report_sections[sections:]
+            failure = next((r for r in first if not r.passed), None)
             final = call_and_report(item, "teardown", interact=True,
-                                    nextitem=nextitem)
+                                    nextitem=self._next_for_teardown())
+            self.torn_down = True
         finally:
             if hasrequest:
                 item._request = False
@@ -210,4 +236,4 @@ class ItemRunner:
         if final.failed or not last.failed:
             final.duration += last.duration
             reports[-1] = final
-        return reports
+        return reports, failure
