@@ -16,7 +16,12 @@ growth is measured:
   they depend on are dropped once the fixture is finished (they are no-ops
   by then, and one accumulates per run);
 - a doctest's globals, which the doctest runner clears after each run, are
-  put back before the next.
+  put back before the next;
+- CPython's type attribute cache is cleared after each run: it keeps a
+  reference to the name of every attribute looked up on a type, and the
+  harness looks attributes up by names it builds afresh each run
+  (monkeypatch.setattr("os.sep", ...) splits its target), so until its
+  4096 slots fill every run would leave strings behind.
 """
 
 import bdb
@@ -25,6 +30,10 @@ import sys
 import warnings
 
 import pytest
+
+# sys._clear_internal_caches from 3.13 on, which also clears the JIT's.
+_clear_type_cache = (getattr(sys, "_clear_internal_caches", None)
+                     or sys._clear_type_cache)
 
 _HOOKS = {
     "setup": "pytest_runtest_setup",
@@ -153,6 +162,7 @@ class ItemRunner:
             if getattr(fd, "scope", "function") != "function"
             and isinstance(getattr(fd, "_finalizers", None), list))
         self._drop_finished_finalizers()
+        _clear_type_cache()
         return reports
 
     def run_again(self):
@@ -176,6 +186,7 @@ class ItemRunner:
         del item._report_sections[self._sections:]
         del item.user_properties[self._properties:]
         self._drop_finished_finalizers()
+        _clear_type_cache()
 
     def _drop_finished_finalizers(self):
         for fd in self._shared:
