@@ -219,20 +219,13 @@ class LeakcheckFixture:
         return leakcheck.Series(**kw)
 
     def check(self, func, *args, **kwargs):
-        """Runs func(*args, **kwargs) as a series with this test's settings
-        and raises leakcheck.LeakError, with the report and a diagnosis,
-        when it leaks.  Returns the finished Series."""
-        def run_once():
-            func(*args, **kwargs)
-
-        s = self.series(name=getattr(func, "__qualname__", self.name))
-        while s.next():
-            run_once()
-        if s.leaked:
-            diagnosis = _diagnose(run_once, s.leaking)
-            raise leakcheck.LeakError(s.report(diagnosis=diagnosis),
-                                      diagnosis)
-        return s
+        """leakcheck.repeat(func, *args, **kwargs) with this test's
+        settings: raises leakcheck.LeakError, with the report and a
+        diagnosis, when func leaks; returns the finished Series."""
+        return leakcheck.repeat(
+            func, *args, warmup=self.settings.warmup,
+            repeat=self.settings.repeat, probes=list(self.settings.probes),
+            tolerance=self.settings.tolerance, **kwargs)
 
     def snapshot(self):
         """A snapshot of this test's probes."""
@@ -419,7 +412,10 @@ def _hunt(item, nextitem, state):
         else:
             rec["outcome"] = "failed"
             call.outcome = "failed"
-            call.longrepr = _LeakRepr(text, _leak_message(series),
+            message = _leak_message(series)
+            # The message first: it is the short summary's line, also under
+            # xdist, where the longrepr travels as text.
+            call.longrepr = _LeakRepr(f"{message}\n{text}", message,
                                       item.location)
     else:
         rec = _record(item, state, settings, "clean", outcome, series=series)

@@ -94,10 +94,11 @@ def _valid_probes():
     return ", ".join(leakcheck.PROBE_NAMES)
 
 
-def parse_int(value, name, minimum, where):
-    """`value` (an int, or a string from the command line or an ini file)
-    as an int >= minimum; BadValue naming `where` otherwise."""
-    if isinstance(value, bool):
+def parse_int(value, name, minimum, where, text=True):
+    """`value` as an int >= minimum; BadValue naming `where` otherwise.
+    Strings (from the command line or an ini file) are parsed when `text`
+    is true; a marker's argument must be an int."""
+    if isinstance(value, bool) or (isinstance(value, str) and not text):
         raise BadValue(where, PROBLEM_INT.format(name=name, minimum=minimum,
                                                  value=value))
     if isinstance(value, str):
@@ -248,9 +249,9 @@ def for_item(item, defaults):
     kw = marker.kwargs
     return Settings(
         warmup=(defaults.warmup if kw.get("warmup") is None
-                else parse_int(kw["warmup"], "warmup", 0, where)),
+                else parse_int(kw["warmup"], "warmup", 0, where, text=False)),
         repeat=(defaults.repeat if kw.get("repeat") is None
-                else parse_int(kw["repeat"], "repeat", 1, where)),
+                else parse_int(kw["repeat"], "repeat", 1, where, text=False)),
         probes=(defaults.probes if kw.get("probes") is None
                 else parse_probes(kw["probes"], where)),
         tolerance=parse_tolerance(kw.get("tolerance"), where))

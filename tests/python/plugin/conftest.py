@@ -1,0 +1,61 @@
+"""The plugin's tests run pytest in a subprocess (pytester's
+runpytest_subprocess) on throwaway test files, as a user would.
+
+pytester is loaded from pytest_configure rather than with
+``pytest_plugins = ["pytester"]``: pytest refuses pytest_plugins in a
+conftest below the rootdir as soon as it is not an initial conftest, which
+this one is not under ``pytest tests/python``.
+"""
+
+import json
+
+import pytest
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.has_plugin("pytester"):
+        config.pluginmanager.import_plugin("pytester")
+
+
+LEAKY = '''
+_KEPT = []
+
+def test_leaky():
+    _KEPT.append([])          # one list more per run: blocks and objects
+'''
+
+CLEAN = '''
+def test_clean():
+    assert sorted([3, 1, 2]) == [1, 2, 3]
+'''
+
+
+@pytest.fixture
+def leaky_source():
+    """A test file whose test leaks one list per run."""
+    return LEAKY
+
+
+@pytest.fixture
+def clean_source():
+    """A test file whose test leaks nothing."""
+    return CLEAN
+
+
+@pytest.fixture
+def read_report(pytester):
+    """read_report(name="r.json") -> (report dict, {test id: record})."""
+    def read(name="r.json"):
+        with open(pytester.path / name, encoding="utf-8") as f:
+            report = json.load(f)
+        return report, {t["id"]: t for t in report["tests"]}
+    return read
+
+
+@pytest.fixture
+def runs_log(pytester):
+    """Tests write a line to runs.log per event; this reads the lines."""
+    def read():
+        path = pytester.path / "runs.log"
+        return path.read_text().split() if path.exists() else []
+    return read

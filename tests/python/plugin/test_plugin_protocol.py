@@ -1,0 +1,306 @@
+"""Each repetition runs the test's whole protocol: function fixtures every
+time, wider ones once, nothing of pytest's own bookkeeping measured; real
+outcomes stand; the series stops early."""
+
+import collections
+
+from pytest_leakcheck import plugin
+
+FIXTURES = '''
+import logging
+import os
+import sys
+import unittest
+import warnings
+
+import pytest
+
+
+def log(event):
+    with open("runs.log", "a") as f:
+        f.write(event + "\\n")
+
+
+@pytest.fixture(scope="session")
+def session_data():
+    log("session-setup")
+    yield {"big": list(range(5000))}
+    log("session-teardown")
+
+
+@pytest.fixture(scope="module")
+def module_data(session_data):
+    log("module-setup")
+    yield [object() for _ in range(500)]
+    log("module-teardown")
+
+
+@pytest.fixture(autouse=True)
+def everywhere(request):
+    log("autouse-setup:" + request.node.name)
+    yield
+    log("autouse-teardown:" + request.node.name)
+
+
+@pytest.fixture
+def per_test(module_data, tmp_path):
+    log("function-setup:" + str(tmp_path))
+    yield tmp_path
+    log("function-teardown")
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_fixtures(n, per_test, tmp_path, monkeypatch, capsys, caplog,
+                  record_property, recwarn):
+    monkeypatch.setenv("LEAKCHECK_TEST_VAR", str(n))
+    monkeypatch.setattr("os.sep", os.sep)
+    (tmp_path / "data").write_text("x" * 10000)
+    print("captured-output-marker " * 50)
+    print("captured-error-marker", file=sys.stderr)
+    logging.getLogger("leaky.test").warning("logged %d", n)
+    warnings.warn(UserWarning("warned-marker"))
+    record_property("n", n)
+    out, err = capsys.readouterr()
+    assert "captured-output-marker" in out
+    assert caplog.records and len(recwarn) == 1
+
+
+def test_output_shown_once():
+    print("shown-once-marker")
+    logging.getLogger("leaky.test").error("logged-once-marker")
+
+
+class TestGroup:
+    @pytest.fixture(scope="class")
+    def group_data(self):
+        log("class-setup")
+        return {}
+
+    def test_method(self, group_data, per_test):
+        assert group_data == {}
+
+
+class Case(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        log("unittest-setupclass")
+        cls.data = list(range(100))
+
+    def setUp(self):
+        self.items = [1, 2, 3]
+
+    def test_unittest(self):
+        self.assertEqual(sum(self.items), 6)
+
+
+def doubled(x):
+    """
+    >>> doubled(21)
+    42
+    """
+    return 2 * x
+'''
+
+
+def test_fixtures_rerun_per_repetition_and_count_as_no_leak(
+        pytester, read_report, runs_log):
+    pytester.makepyfile(test_fixtures=FIXTURES)
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "--doctest-modules", "-rP",
+        "-W", "always::UserWarning")
+    result.assert_outcomes(passed=6)
+    _, recs = read_report()
+    assert {r["verdict"] for r in recs.values()} == {"clean"}, recs
+    assert len(recs) == 6
+
+    events = collections.Counter(
+        e.split(":")[0] if e.startswith(("function-setup", "autouse"))
+        else e for e in runs_log())
+    # Wider fixtures: once, in the first (reported) run, never measured.
+    assert events["session-setup"] == events["session-teardown"] == 1
+    assert events["module-setup"] == events["module-teardown"] == 1
+    assert events["class-setup"] == 1 and events["unittest-setupclass"] == 1
+    # Function fixtures: set up and torn down in every run.
+    assert events["autouse-setup"] == events["autouse-teardown"]
+    assert events["function-setup"] == events["function-teardown"]
+    per_test = collections.Counter(
+        e.split(":", 1)[1] for e in runs_log() if e.startswith("autouse-set"))
+    for test_id, rec in recs.items():
+        name = test_id.split("::")[-1]
+        if name in per_test:
+            # The reported run is the warm-up run; the test that ends the
+            # module runs once more, for the module's teardown.
+            assert per_test[name] >= rec["warmup"] + rec["runs"] >= 2
+    # A fresh tmp_path per run.
+    tmp_paths = [e for e in runs_log() if e.startswith("function-setup")]
+    assert len(set(tmp_paths)) == len(tmp_paths) == events["function-setup"]
+    # Captured output and logs of the reported run only, shown once.
+    out = result.stdout.str()
+    assert out.count("shown-once-marker") == 1
+    assert out.count("logged-once-marker") == 1
+
+
+OUTCOMES = '''
+import os
+import pytest
+
+_KEPT = []
+
+def log(event):
+    with open("runs.log", "a") as f:
+        f.write(event + "\\n")
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture-broke")
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("teardown-broke")
+
+def test_fails():
+    log("fails")
+    _KEPT.append([])
+    assert False, "real-failure"
+
+def test_setup_error(broken):
+    pass
+
+def test_teardown_error(bad_teardown):
+    pass
+
+def test_skips():
+    log("skips")
+    _KEPT.append([])
+    pytest.skip("skipped-on-purpose")
+
+@pytest.mark.skipif(True, reason="marked-skip")
+def test_skipif():
+    pass
+
+@pytest.mark.xfail(reason="expected")
+def test_xfails():
+    log("xfails")
+    _KEPT.append([])
+    assert False
+
+@pytest.mark.xfail(reason="expected")
+def test_xpasses():
+    _KEPT.append([])
+
+@pytest.mark.xfail(reason="expected", strict=True)
+def test_xpass_strict():
+    pass
+
+def test_fails_when_repeated():
+    if os.path.exists("once"):
+        assert False, "second-run-failure"
+    open("once", "w").close()
+
+def test_leaks():
+    _KEPT.append([])
+
+def test_clean():
+    pass
+'''
+
+
+def test_real_outcomes_stand(pytester, read_report, runs_log):
+    pytester.makepyfile(test_outcomes=OUTCOMES)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-rA")
+    result.assert_outcomes(passed=2, failed=4, errors=2, skipped=2,
+                           xfailed=1, xpassed=1)
+    result.stdout.fnmatch_lines([
+        "FAILED test_outcomes.py::test_fails - AssertionError: real-failure*",
+    ])
+    result.stdout.fnmatch_lines(["LEAKED test_outcomes.py::test_leaks*"])
+    result.stdout.fnmatch_lines(["FAILED test_outcomes.py::test_xpass_strict*"])
+    result.stdout.fnmatch_lines(["*" + plugin.MSG_RERUN_FAILED.format(
+        outcome="failed", when="call") + "*"])
+    assert "LEAKED test_outcomes.py::test_fails" not in result.stdout.str()
+    # Tests that did not pass ran once: they are not hunted.
+    assert collections.Counter(runs_log()) == {"fails": 1, "skips": 1,
+                                               "xfails": 1}
+
+    _, recs = read_report()
+    verdicts = {k.split("::")[1]: (r["verdict"], r["outcome"])
+                for k, r in recs.items()}
+    assert verdicts == {
+        "test_fails": ("error", "failed"),
+        "test_setup_error": ("error", "error"),
+        "test_teardown_error": ("error", "error"),
+        "test_skips": ("skipped", "skipped"),
+        "test_skipif": ("skipped", "skipped"),
+        "test_xfails": ("skipped", "xfailed"),
+        "test_xpasses": ("skipped", "xpassed"),
+        "test_xpass_strict": ("error", "failed"),
+        "test_fails_when_repeated": ("error", "failed"),
+        "test_leaks": ("leak", "failed"),
+        "test_clean": ("clean", "passed"),
+    }
+
+
+EARLY = '''
+_KEPT = []
+
+def test_clean():
+    with open("runs.log", "a") as f:
+        f.write("clean\\n")
+
+def test_leaks():
+    _KEPT.append([])
+    with open("runs.log", "a") as f:
+        f.write("leaks\\n")
+
+def test_last():
+    pass
+'''
+
+
+def test_early_stop(pytester, read_report, runs_log):
+    pytester.makepyfile(test_early=EARLY)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-repeat=5",
+                                           "--leaks-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    _, recs = read_report()
+    clean = recs["test_early.py::test_clean"]
+    leaks = recs["test_early.py::test_leaks"]
+    runs = collections.Counter(runs_log())
+    # A clean test stops once nothing can leak any more: before `repeat`.
+    assert clean["verdict"] == "clean" and clean["runs"] < 5
+    assert runs["clean"] == clean["warmup"] + clean["runs"]
+    # A leak needs every run; then the diagnosis runs it twice more.
+    assert leaks["verdict"] == "leak" and leaks["runs"] == 5
+    assert runs["leaks"] == leaks["warmup"] + 5 + 2
+    assert all(len(v) == r["runs"] for r in (clean, leaks)
+               for v in r["deltas"].values())
+
+
+def test_leak_report_section(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")     # no truncated summary lines
+    pytester.makepyfile(test_section='''
+_KEPT = []
+
+def test_leaks():
+    _KEPT.append([])
+''')
+    result = pytester.runpytest_subprocess("--leaks", "-rf")
+    result.stdout.fnmatch_lines([
+        "*_ test_leaks _*",
+        plugin.MSG_LEAK.format(details="*objects +1 +1 +1 +1*"),
+        "leakcheck: series 'test_section.py::test_leaks' leaked*",
+        "*objects*grew in every run: +1 +1 +1 +1 objects (threshold 1 per "
+        "run)",
+        "*objects that grew*",
+        "*list*+2*",
+        "*= leakcheck =*",
+        "LEAKED test_section.py::test_leaks - *objects +1 +1 +1 +1*",
+        plugin.MSG_SUMMARY.format(tests=1, s="", leak=1, clean=0, error=0,
+                                  skipped=0, known=""),
+        "*short test summary info*",
+        "LEAKED test_section.py::test_leaks - " + plugin.MSG_LEAK.format(
+            details="*objects +1 +1 +1 +1*"),
+    ])
+    assert result.ret == 1

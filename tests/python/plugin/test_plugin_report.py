@@ -1,0 +1,240 @@
+"""The JSON report (schema, merged under pytest-xdist, partial when the run
+is interrupted or a worker dies) and the gate's three exit codes."""
+
+import io
+import json
+import sys
+
+import pytest
+
+from leakcheck import gate
+from pytest_leakcheck import plugin, report as reportmod
+
+MIXED = '''
+import pytest
+
+_KEPT = []
+
+def test_leaks():
+    _KEPT.append([])
+
+def test_clean():
+    pass
+
+def test_fails():
+    assert False
+
+def test_skips():
+    pytest.skip("no")
+'''
+
+RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "warmup",
+               "repeat", "runs", "probes", "leaking", "deltas", "thresholds",
+               "diagnosis", "worker"}
+
+
+def test_report_schema(pytester, read_report):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "--leaks-repeat=3")
+    result.stdout.fnmatch_lines([plugin.MSG_REPORT_WRITTEN.format(
+        path=pytester.path / "r.json", partial="")])
+    report, recs = read_report()
+    assert report["schema"] == reportmod.SCHEMA == gate.REPORT_SCHEMA
+    assert report["partial"] is False and report["partial_reasons"] == []
+    assert report["settings"]["hunt"] == "all"
+    assert report["settings"]["repeat"] == 3
+    assert report["settings"]["warmup"] == 1
+    assert set(report["probes"]) >= set(report["settings"]["probes"])
+    assert report["environment"]["python"] == ".".join(
+        map(str, sys.version_info[:3]))
+    assert report["summary"] == {"tests": 4, "leak": 1, "clean": 1,
+                                 "error": 1, "skipped": 1, "known": 0}
+    for rec in recs.values():
+        assert set(rec) == RECORD_KEYS
+        assert rec["verdict"] in reportmod.VERDICTS
+        for deltas in rec["deltas"].values():
+            assert len(deltas) == rec["runs"]
+    leak = recs["test_mixed.py::test_leaks"]
+    assert leak["verdict"] == "leak" and leak["runs"] == 3
+    assert "objects" in leak["leaking"]
+    assert leak["deltas"]["objects"] == [1, 1, 1]
+    assert leak["thresholds"]["objects"] == 1
+    assert leak["diagnosis"]["objects"][0]["type"] == "list"
+    assert recs["test_mixed.py::test_clean"]["verdict"] == "clean"
+    assert recs["test_mixed.py::test_fails"]["verdict"] == "error"
+    assert recs["test_mixed.py::test_skips"]["verdict"] == "skipped"
+    json.dumps(report)      # plain data all the way down
+
+
+def _gate(*args):
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        status = gate.main(list(args), out=out, err=err)
+    except SystemExit as e:     # argparse: a usage error
+        status = e.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_gate_exit_codes(pytester, read_report):
+    pytester.makepyfile(test_mixed=MIXED)
+    pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    report = str(pytester.path / "r.json")
+    baseline = str(pytester.path / "baseline.json")
+
+    status, out, _ = _gate(report)
+    assert status == gate.EXIT_NEW_LEAKS == 1
+    assert "LEAK test_mixed.py::test_leaks: " in out
+    assert "test_clean" not in out
+
+    status, out, _ = _gate(report, "--write-baseline", baseline)
+    assert status == gate.EXIT_OK == 0
+    status, out, _ = _gate(report, "--baseline", baseline)
+    assert status == 0 and "no new leaks" in out
+    status, _, _ = _gate(report, "--baseline", report)   # a report as baseline
+    assert status == 0
+
+    narrower = {"schema": gate.BASELINE_SCHEMA,
+                "leaks": {"test_mixed.py::test_leaks": ["garbage"]}}
+    (pytester.path / "narrow.json").write_text(json.dumps(narrower))
+    status, out, _ = _gate(report, "--baseline", "narrow.json")
+    assert status == 1 and "baseline knows only garbage" in out
+
+    (pytester.path / "bad.json").write_text("{not json")
+    (pytester.path / "other.json").write_text('{"schema": "other/2"}')
+    for args, reason in [
+            (["missing.json"], "cannot read report missing.json"),
+            (["bad.json"], "report bad.json is not valid JSON"),
+            (["other.json"], "report other.json has schema 'other/2'"),
+            ([report, "--baseline", "other.json"], "baseline other.json"),
+    ]:
+        status, out, err = _gate(*args)
+        assert status == gate.EXIT_UNUSABLE == 2, args
+        assert err.startswith("leakcheck gate: error: " + reason), err
+        assert err.count("\n") == 1 and out == ""
+
+
+def test_gate_command(pytester):
+    pytester.makepyfile(test_mixed=MIXED)
+    pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result = pytester.run(sys.executable, "-m", "leakcheck", "gate", "r.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["leakcheck gate: 1 new leak *",
+                                 "  LEAK test_mixed.py::test_leaks: *"])
+    result = pytester.run(sys.executable, "-m", "leakcheck", "gate", "r.json",
+                          "--write-baseline", "b.json")
+    assert result.ret == 0
+    result = pytester.run(sys.executable, "-m", "leakcheck", "gate", "r.json",
+                          "--baseline", "b.json")
+    assert result.ret == 0
+    result = pytester.run(sys.executable, "-m", "leakcheck", "gate", "nope")
+    assert result.ret == 2
+    result.stderr.fnmatch_lines(["leakcheck gate: error: cannot read *"])
+
+
+XDIST_A = '''
+_KEPT = []
+
+def test_a_leaks():
+    _KEPT.append([])
+
+def test_a_clean():
+    pass
+'''
+
+XDIST_B = '''
+import pytest
+
+_KEPT = []
+
+@pytest.mark.parametrize("n", range(4))
+def test_b_clean(n):
+    assert n >= 0
+
+def test_b_leaks():
+    _KEPT.append([])
+'''
+
+
+def test_xdist_controller_writes_one_merged_report(pytester, read_report,
+                                                   monkeypatch):
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("COLUMNS", "200")
+    pytester.makepyfile(test_a=XDIST_A, test_b=XDIST_B)
+    result = pytester.runpytest_subprocess("-n", "2", "--leaks",
+                                           "--leaks-report=r.json")
+    result.assert_outcomes(passed=5, failed=2)
+    result.stdout.fnmatch_lines_random([
+        "LEAKED test_a.py::test_a_leaks - *objects +1 +1 +1 +1*",
+        "LEAKED test_b.py::test_b_leaks - *objects +1 +1 +1 +1*",
+        "LEAKED test_a.py::test_a_leaks - " + plugin.MSG_LEAK.format(
+            details="*objects +1 +1 +1 +1*"),
+        plugin.MSG_SUMMARY.format(tests=7, s="s", leak=2, clean=5, error=0,
+                                  skipped=0, known=""),
+    ])
+    report, recs = read_report()
+    assert report["partial"] is False
+    assert len(recs) == 7 and report["summary"]["leak"] == 2
+    assert {r["worker"] for r in recs.values()} <= {"gw0", "gw1"}
+    assert recs["test_b.py::test_b_leaks"]["diagnosis"]["objects"]
+    assert sorted(p.name for p in pytester.path.glob("*.json")) == ["r.json"]
+
+
+INTERRUPTED = '''
+import os
+import signal
+
+_KEPT = []
+
+def test_1_done():
+    _KEPT.append([])
+
+def test_2_interrupts():
+    os.kill(os.getpid(), signal.SIGINT)        # as Ctrl-C does
+
+def test_3_never_runs():
+    pass
+'''
+
+
+def test_interrupted_run_leaves_a_partial_report(pytester, read_report):
+    pytester.makepyfile(test_int=INTERRUPTED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report, recs = read_report()
+    assert report["partial"] is True
+    assert "interrupted (KeyboardInterrupt)" in report["partial_reasons"]
+    assert list(recs) == ["test_int.py::test_1_done"]
+    assert recs["test_int.py::test_1_done"]["verdict"] == "leak"
+    result.stdout.fnmatch_lines(["*" + plugin.MSG_REPORT_WRITTEN.format(
+        path=pytester.path / "r.json", partial=" (partial: *")])
+
+
+CRASH = '''
+import os
+
+def test_before():
+    pass
+
+def test_crashes():
+    os._exit(3)                                # the worker dies
+
+def test_after():
+    pass
+'''
+
+
+def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_crash=CRASH)
+    pytester.runpytest_subprocess("-n", "2", "--leaks",
+                                  "--leaks-report=r.json")
+    report, recs = read_report()
+    assert report["partial"] is True
+    assert "a pytest-xdist worker crashed" in report["partial_reasons"]
+    crashed = recs["test_crash.py::test_crashes"]
+    assert crashed["verdict"] == "error" and crashed["outcome"] == "crashed"
+    assert recs["test_crash.py::test_before"]["verdict"] == "clean"
+    # Valid for the gate: nothing leaked, and it says the report is partial.
+    status, out, _ = _gate(str(pytester.path / "r.json"))
+    assert status == 0 and "partial" in out
