@@ -19,6 +19,7 @@ config.stash[STATE].
 
 import atexit
 import gc
+import tracemalloc
 
 import pytest
 
@@ -45,6 +46,9 @@ MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
 MSG_GC_FROZEN = ("leakcheck: objects were frozen (gc.freeze) before the "
                  "session: every snapshot collects the whole heap")
 SECTION_KNOWN = "leakcheck: known leak"
+
+DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
+DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
 STATUS_LEAKED = ("failed", "L", ("LEAKED", {"red": True, "bold": True}))
 
 
@@ -281,11 +285,25 @@ def pytest_runtest_setup(item):
         pytest.fail(message, pytrace=False)
 
 
-def _diagnose(run_once, leaking):
+def _diagnose(runner, leaking):
+    """leakcheck.diagnose() over more runs of the test.  Tracing starts one
+    run earlier than the diagnosis compares: pytest replaces some of its own
+    objects every run (a log stream per phase, a stash entry), and a
+    replacement made before tracing began would read as memory the test
+    kept."""
+    started = False
     try:
-        return leakcheck.diagnose(run_once, list(leaking), runs=2)
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(DIAGNOSIS_FRAMES)
+            started = True
+            runner.run_again()
+        return leakcheck.diagnose(runner.run_again, list(leaking),
+                                  runs=DIAGNOSIS_RUNS)
     except Exception:
         return None
+    finally:
+        if started:
+            tracemalloc.stop()
 
 
 def _record(item, state, settings, verdict, outcome, series=None,
@@ -401,7 +419,7 @@ def _hunt(item, nextitem, state):
         call.outcome = "failed"
         call.longrepr = msg
     elif series.leaked:
-        diagnosis = _diagnose(runner.run_again, series.leaking)
+        diagnosis = _diagnose(runner, series.leaking)
         text = series.report(diagnosis=diagnosis)
         known = reportmod.is_known(state.baseline, item.nodeid,
                                    series.leaking)

@@ -191,8 +191,9 @@ class ItemRunner:
     def _drop_finished_finalizers(self):
         for fd in self._shared:
             fins = fd._finalizers
-            if fins:
-                fins[:] = [f for f in fins if not self._finished(f)]
+            for i in range(len(fins) - 1, -1, -1):   # in place: no new list
+                if self._finished(fins[i]):
+                    del fins[i]
 
     def _finished(self, fin):
         """Whether `fin` is the finalizer a function-scoped fixture of this

@@ -271,9 +271,10 @@ def test_early_stop(pytester, read_report, runs_log):
     # A clean test stops once nothing can leak any more: before `repeat`.
     assert clean["verdict"] == "clean" and clean["runs"] < 5
     assert runs["clean"] == clean["warmup"] + clean["runs"]
-    # A leak needs every run; then the diagnosis runs it twice more.
+    # A leak needs every run; then the diagnosis runs it again: one run
+    # to start tracing from, and the runs it compares.
     assert leaks["verdict"] == "leak" and leaks["runs"] == 5
-    assert runs["leaks"] == leaks["warmup"] + 5 + 2
+    assert runs["leaks"] == leaks["warmup"] + 5 + 1 + plugin.DIAGNOSIS_RUNS
     assert all(len(v) == r["runs"] for r in (clean, leaks)
                for v in r["deltas"].values())
 
