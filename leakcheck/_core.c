@@ -1,0 +1,964 @@
+/*
+ * _core.c — leakcheck's C engine (c_api/) as the Python module
+ * leakcheck._core.
+ *
+ * Thin on purpose, as CPython's Modules/_tracemalloc.c is: each function
+ * parses its arguments, calls the engine, and turns a status into an
+ * exception through check().  Readings and verdicts stay in the engine;
+ * names, validation, reports and diagnosis live in the Python package.
+ *
+ * One thing here is more than a wrapper: a Snapshot object must not measure
+ * itself.  `b - a` of two snapshots around clean code is zero only if the
+ * object `b` (alive at b's reading, absent at a's) is invisible to the
+ * probes.  So Snapshot objects are allocated with malloc(), outside the
+ * PyMem domains (blocks, py_bytes, py_allocs), are not tracked by the GC
+ * (objects), and their own share of the two readings they do touch --
+ * their reference counts (refs) and their heap chunks (native_bytes) -- is
+ * subtracted from every reading.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "leakcheck.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+/* ---- status -> exception ------------------------------------------------ */
+
+/* An exception raised by the settle callable while the engine ran; the
+ * engine cannot carry it, so check() raises it when the call returns. */
+static PyObject *settle_exc_type, *settle_exc_value, *settle_exc_tb;
+
+/*
+ * The one place a status becomes an exception.  Returns 0 when `status`
+ * is not negative and nothing failed meanwhile, else -1 with an exception
+ * set.  An exception from the settle callable wins over the status: it
+ * says more.
+ */
+static int
+check(int status)
+{
+    PyObject *type;
+
+    if (settle_exc_type != NULL) {
+        PyErr_Restore(settle_exc_type, settle_exc_value, settle_exc_tb);
+        settle_exc_type = settle_exc_value = settle_exc_tb = NULL;
+        return -1;
+    }
+    if (status >= 0)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
+    switch (status) {
+    case LC_ENOMEM:
+        PyErr_NoMemory();
+        return -1;
+    case LC_EINVAL:
+    case LC_ENOPROBE:
+        type = PyExc_ValueError;
+        break;
+    case LC_EUNAVAIL:
+        type = PyExc_LookupError;
+        break;
+    case LC_ESYS:
+        type = PyExc_OSError;
+        break;
+    default: /* LC_ESTATE, LC_EPYTHON */
+        type = PyExc_RuntimeError;
+        break;
+    }
+    PyErr_Format(type, "leakcheck: %s", lc_strerror(status));
+    return -1;
+}
+
+/* An int argument; -1 with an exception when it is not one that fits. */
+static int
+int_arg(PyObject *arg, int *value)
+{
+    long v = PyLong_AsLong(arg);
+
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "leakcheck: integer out of range");
+        return -1;
+    }
+    *value = (int)v;
+    return 0;
+}
+
+static int
+probe_arg(PyObject *arg, int *probe)
+{
+    if (int_arg(arg, probe) < 0)
+        return -1;
+    if (*probe < 0 || *probe >= LC_PROBE_COUNT) {
+        PyErr_Format(PyExc_ValueError, "leakcheck: no probe number %d", *probe);
+        return -1;
+    }
+    return 0;
+}
+
+/* A report as a str, from a buffer of the length the engine asks for;
+ * `scope` or `series` is the one to report on. */
+static PyObject *
+report_str(const lc_scope *scope, const lc_series *series)
+{
+    size_t n = scope ? lc_scope_report(scope, NULL, 0)
+                     : lc_series_report(series, NULL, 0);
+    char *buf = PyMem_Malloc(n + 1);
+    PyObject *s;
+
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    if (scope)
+        lc_scope_report(scope, buf, n + 1);
+    else
+        lc_series_report(series, buf, n + 1);
+    s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "replace");
+    PyMem_Free(buf);
+    return s;
+}
+
+/* ---- settling ----------------------------------------------------------- */
+
+static PyObject *settle_callable;   /* called before each collection      */
+
+/* The engine's settle hook: GIL held, no exception pending. */
+static void
+settle_trampoline(void *arg)
+{
+    PyObject *r;
+
+    (void)arg;
+    if (settle_callable == NULL || settle_exc_type != NULL)
+        return;
+    r = PyObject_CallNoArgs(settle_callable);
+    if (r == NULL)
+        PyErr_Fetch(&settle_exc_type, &settle_exc_value, &settle_exc_tb);
+    else
+        Py_DECREF(r);
+}
+
+static PyObject *
+core_set_settle(PyObject *mod, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "settle hook must be callable or None");
+        return NULL;
+    }
+    if (fn == Py_None) {
+        lc_set_settle(NULL, NULL);
+        Py_CLEAR(settle_callable);
+    } else {
+        Py_INCREF(fn);
+        Py_XSETREF(settle_callable, fn);
+        lc_set_settle(settle_trampoline, NULL);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+core_set_thread_settle_ms(PyObject *mod, PyObject *arg)
+{
+    int ms;
+
+    if (int_arg(arg, &ms) < 0)
+        return NULL;
+    if (check(lc_set_thread_settle_ms(ms)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- probes ------------------------------------------------------------- */
+
+static PyObject *
+core_probe_info(PyObject *mod, PyObject *arg)
+{
+    lc_probe_info info;
+    int probe;
+
+    if (probe_arg(arg, &probe) < 0 || check(lc_probe_get_info(probe, &info)) < 0)
+        return NULL;
+    return Py_BuildValue("(sssNzLL)", info.name, info.unit, info.doc,
+                         PyBool_FromLong(info.available), info.reason,
+                         (long long)info.tolerance, (long long)info.threshold);
+}
+
+static PyObject *
+core_probes_available(PyObject *mod, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_probes_available());
+}
+
+static PyObject *
+core_is_immortal(PyObject *mod, PyObject *obj)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyBool_FromLong(_Py_IsImmortal(obj));
+#else
+    (void)obj;
+    Py_RETURN_FALSE;
+#endif
+}
+
+/* ---- Snapshot ----------------------------------------------------------- */
+
+typedef struct snapshot_object {
+    PyObject_HEAD
+    lc_snapshot *snap;                  /* the readings (engine memory)    */
+    int64_t refs_own;                   /* our share of the refs reading   */
+    int64_t native_own;                 /* ... and of native_bytes         */
+    struct snapshot_object *prev, *next; /* live snapshots; GIL-protected  */
+} SnapshotObject;
+
+static PyTypeObject Snapshot_Type;
+static SnapshotObject *live_snapshots;  /* head of the live list           */
+static Py_ssize_t n_live_snapshots;
+
+/* The heap bytes one Snapshot holds, as mallinfo2 counts in-use chunks. */
+static int64_t
+native_cost(SnapshotObject *s)
+{
+#if defined(__GLIBC__)
+    return (int64_t)(malloc_usable_size(s) + malloc_usable_size(s->snap) +
+                     2 * sizeof(size_t));
+#else
+    (void)s;
+    return 0;
+#endif
+}
+
+static void
+snapshot_dealloc(SnapshotObject *self)
+{
+    if (self->prev)
+        self->prev->next = self->next;
+    else
+        live_snapshots = self->next;
+    if (self->next)
+        self->next->prev = self->prev;
+    n_live_snapshots--;
+    lc_snapshot_free(self->snap);
+    free(self);
+}
+
+/* Snapshot(mask, flags=0): reads the probes of `mask` now. */
+static PyObject *
+snapshot_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"mask", "flags", NULL};
+    unsigned int mask, flags = 0;
+    SnapshotObject *self, *s;
+    int rc;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "I|I:Snapshot", kwlist,
+                                     &mask, &flags))
+        return NULL;
+    /* malloc, not PyObject_Malloc: see the comment at the top. */
+    self = malloc(sizeof *self);
+    if (self == NULL)
+        return PyErr_NoMemory();
+    self->snap = lc_snapshot_new();
+    if (self->snap == NULL) {
+        free(self);
+        return PyErr_NoMemory();
+    }
+    PyObject_Init((PyObject *)self, &Snapshot_Type);
+    self->refs_own = self->native_own = 0;
+    self->prev = NULL;
+    self->next = live_snapshots;
+    if (live_snapshots)
+        live_snapshots->prev = self;
+    live_snapshots = self;
+    n_live_snapshots++;
+
+    rc = lc_snapshot_take(self->snap, mask, flags);
+    /* Every live Snapshot, this one included, was counted by the reading;
+     * nothing has touched their reference counts since. */
+    for (s = live_snapshots; s != NULL; s = s->next) {
+        self->refs_own += (int64_t)Py_REFCNT(s);
+        self->native_own += native_cost(s);
+    }
+    if (check(rc) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* The reading of `probe`, net of the Snapshots' own share; 0 or -1. */
+static int
+snapshot_get(SnapshotObject *self, int probe, int64_t *value)
+{
+    if (lc_snapshot_value(self->snap, probe, value) != LC_OK)
+        return -1;
+    if (probe == LC_PROBE_REFS)
+        *value -= self->refs_own;
+    else if (probe == LC_PROBE_NATIVE_BYTES)
+        *value -= self->native_own;
+    return 0;
+}
+
+/* The probe a mapping key names, or -1 (no exception set). */
+static int
+snapshot_key(SnapshotObject *self, PyObject *key)
+{
+    const char *name;
+    int probe;
+
+    if (!PyUnicode_Check(key) || (name = PyUnicode_AsUTF8(key)) == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    probe = lc_probe_lookup(name);
+    if (probe < 0 || !(lc_snapshot_probes(self->snap) & LC_PROBE_BIT(probe)))
+        return -1;
+    return probe;
+}
+
+static PyObject *
+snapshot_subscript(SnapshotObject *self, PyObject *key)
+{
+    int64_t v;
+    int probe = snapshot_key(self, key);
+
+    if (probe < 0 || snapshot_get(self, probe, &v) < 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)v);
+}
+
+static Py_ssize_t
+snapshot_length(SnapshotObject *self)
+{
+    return __builtin_popcount(lc_snapshot_probes(self->snap));
+}
+
+static int
+snapshot_contains(SnapshotObject *self, PyObject *key)
+{
+    return snapshot_key(self, key) >= 0;
+}
+
+/* {name: reading} in probe order: what keys(), items(), values(), ==, -
+ * and repr() are built on. */
+static PyObject *
+snapshot_dict(SnapshotObject *self)
+{
+    PyObject *d = PyDict_New();
+    int p;
+
+    if (d == NULL)
+        return NULL;
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        lc_probe_info info;
+        PyObject *v;
+        int64_t value;
+
+        if (snapshot_get(self, p, &value) < 0)
+            continue;
+        lc_probe_get_info(p, &info);
+        v = PyLong_FromLongLong((long long)value);
+        if (v == NULL || PyDict_SetItemString(d, info.name, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *
+snapshot_iter(SnapshotObject *self)
+{
+    PyObject *d = snapshot_dict(self), *it;
+
+    if (d == NULL)
+        return NULL;
+    it = PyObject_GetIter(d);
+    Py_DECREF(d);
+    return it;
+}
+
+static PyObject *
+snapshot_view(SnapshotObject *self, const char *method)
+{
+    PyObject *d = snapshot_dict(self), *v;
+
+    if (d == NULL)
+        return NULL;
+    v = PyObject_CallMethod(d, method, NULL);
+    Py_DECREF(d);
+    return v;
+}
+
+static PyObject *
+snapshot_keys(SnapshotObject *self, PyObject *unused)
+{
+    return snapshot_view(self, "keys");
+}
+
+static PyObject *
+snapshot_items(SnapshotObject *self, PyObject *unused)
+{
+    return snapshot_view(self, "items");
+}
+
+static PyObject *
+snapshot_values(SnapshotObject *self, PyObject *unused)
+{
+    return snapshot_view(self, "values");
+}
+
+static PyObject *
+snapshot_get_method(SnapshotObject *self, PyObject *args)
+{
+    PyObject *key, *dflt = Py_None;
+    int64_t v;
+    int probe;
+
+    if (!PyArg_UnpackTuple(args, "get", 1, 2, &key, &dflt))
+        return NULL;
+    probe = snapshot_key(self, key);
+    if (probe < 0 || snapshot_get(self, probe, &v) < 0) {
+        Py_INCREF(dflt);
+        return dflt;
+    }
+    return PyLong_FromLongLong((long long)v);
+}
+
+static PyObject *
+snapshot_mask(SnapshotObject *self, void *closure)
+{
+    return PyLong_FromUnsignedLong(lc_snapshot_probes(self->snap));
+}
+
+/* b - a: {name: b[name] - a[name]} for the probes both hold. */
+static PyObject *
+snapshot_subtract(PyObject *b, PyObject *a)
+{
+    SnapshotObject *sa, *sb;
+    PyObject *d;
+    int p;
+
+    if (!PyObject_TypeCheck(a, &Snapshot_Type) ||
+        !PyObject_TypeCheck(b, &Snapshot_Type))
+        Py_RETURN_NOTIMPLEMENTED;
+    sa = (SnapshotObject *)a;
+    sb = (SnapshotObject *)b;
+    if ((d = PyDict_New()) == NULL)
+        return NULL;
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        lc_probe_info info;
+        int64_t va, vb;
+        PyObject *v;
+
+        if (snapshot_get(sa, p, &va) < 0 || snapshot_get(sb, p, &vb) < 0)
+            continue;
+        lc_probe_get_info(p, &info);
+        v = PyLong_FromLongLong((long long)(vb - va));
+        if (v == NULL || PyDict_SetItemString(d, info.name, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *
+snapshot_richcompare(PyObject *self, PyObject *other, int op)
+{
+    PyObject *d, *r;
+
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(other, &Snapshot_Type))
+        Py_RETURN_NOTIMPLEMENTED;
+    if ((d = snapshot_dict((SnapshotObject *)self)) == NULL)
+        return NULL;
+    if ((r = snapshot_dict((SnapshotObject *)other)) == NULL) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_SETREF(d, PyObject_RichCompare(d, r, op));
+    Py_DECREF(r);
+    return d;
+}
+
+static PyObject *
+snapshot_repr(SnapshotObject *self)
+{
+    PyObject *d = snapshot_dict(self), *r;
+
+    if (d == NULL)
+        return NULL;
+    r = PyUnicode_FromFormat("Snapshot(%R)", d);
+    Py_DECREF(d);
+    return r;
+}
+
+static PyMappingMethods snapshot_as_mapping = {
+    .mp_length = (lenfunc)snapshot_length,
+    .mp_subscript = (binaryfunc)snapshot_subscript,
+};
+
+static PySequenceMethods snapshot_as_sequence = {
+    .sq_contains = (objobjproc)snapshot_contains,
+};
+
+static PyNumberMethods snapshot_as_number = {
+    .nb_subtract = snapshot_subtract,
+};
+
+static PyMethodDef snapshot_methods[] = {
+    {"keys", (PyCFunction)snapshot_keys, METH_NOARGS, "The probe names."},
+    {"items", (PyCFunction)snapshot_items, METH_NOARGS,
+     "(probe name, reading) pairs."},
+    {"values", (PyCFunction)snapshot_values, METH_NOARGS, "The readings."},
+    {"get", (PyCFunction)snapshot_get_method, METH_VARARGS,
+     "get(name, default=None): the reading of probe `name`."},
+    {NULL},
+};
+
+static PyGetSetDef snapshot_getset[] = {
+    {"mask", (getter)snapshot_mask, NULL,
+     "the engine's bit mask of the probes read", NULL},
+    {NULL},
+};
+
+static PyTypeObject Snapshot_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "leakcheck.Snapshot",
+    .tp_basicsize = sizeof(SnapshotObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,     /* final, and not GC-tracked */
+    .tp_doc = "Snapshot(mask, flags=0): the readings of the probes in "
+              "`mask`, taken after settling and a full collection; a "
+              "read-only mapping of probe name to reading.  `b - a` is a "
+              "dict of deltas.",
+    .tp_new = snapshot_new,
+    .tp_dealloc = (destructor)snapshot_dealloc,
+    .tp_repr = (reprfunc)snapshot_repr,
+    .tp_as_number = &snapshot_as_number,
+    .tp_as_sequence = &snapshot_as_sequence,
+    .tp_as_mapping = &snapshot_as_mapping,
+    .tp_richcompare = snapshot_richcompare,
+    .tp_iter = (getiterfunc)snapshot_iter,
+    .tp_methods = snapshot_methods,
+    .tp_getset = snapshot_getset,
+};
+
+/* ---- Scope -------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    lc_scope *scope;
+    PyObject *file;                     /* keeps the location's text alive */
+} ScopeObject;
+
+static void
+scope_dealloc(ScopeObject *self)
+{
+    lc_scope_free(self->scope);
+    Py_XDECREF(self->file);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+scope_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"name", NULL};
+    const char *name = NULL;
+    ScopeObject *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|z:Scope", kwlist, &name))
+        return NULL;
+    self = (ScopeObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->scope = lc_scope_new(name);
+    if (self->scope == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *
+scope_set_probes(ScopeObject *self, PyObject *arg)
+{
+    unsigned long mask = PyLong_AsUnsignedLong(arg);
+
+    if (PyErr_Occurred() || check(lc_scope_set_probes(self->scope, mask)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+scope_set_tolerance(ScopeObject *self, PyObject *args)
+{
+    int probe;
+    long long tol;
+
+    if (!PyArg_ParseTuple(args, "iL:set_tolerance", &probe, &tol) ||
+        check(lc_scope_set_tolerance(self->scope, probe, tol)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+scope_set_location(ScopeObject *self, PyObject *args)
+{
+    PyObject *file;
+    const char *text;
+    int line;
+
+    if (!PyArg_ParseTuple(args, "Ui:set_location", &file, &line) ||
+        (text = PyUnicode_AsUTF8(file)) == NULL)
+        return NULL;
+    /* The engine keeps the pointer: the str (and its UTF-8) must live. */
+    Py_INCREF(file);
+    Py_XSETREF(self->file, file);
+    lc_scope_set_location(self->scope, text, line);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+scope_begin(ScopeObject *self, PyObject *unused)
+{
+    if (check(lc_scope_begin(self->scope)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+scope_end(ScopeObject *self, PyObject *unused)
+{
+    if (check(lc_scope_end(self->scope)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+scope_leaked(ScopeObject *self, PyObject *unused)
+{
+    int r = lc_scope_leaked(self->scope);
+
+    if (check(r) < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *
+scope_probes(ScopeObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_scope_probes(self->scope));
+}
+
+static PyObject *
+scope_leaking(ScopeObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_scope_leaking(self->scope));
+}
+
+static PyObject *
+scope_delta(ScopeObject *self, PyObject *arg)
+{
+    int64_t d;
+    int probe;
+
+    if (probe_arg(arg, &probe) < 0 ||
+        check(lc_scope_delta(self->scope, probe, &d)) < 0)
+        return NULL;
+    return PyLong_FromLongLong((long long)d);
+}
+
+static PyObject *
+scope_tolerance(ScopeObject *self, PyObject *arg)
+{
+    int probe;
+
+    if (probe_arg(arg, &probe) < 0)
+        return NULL;
+    return PyLong_FromLongLong((long long)lc_scope_tolerance(self->scope, probe));
+}
+
+static PyObject *
+scope_report(ScopeObject *self, PyObject *unused)
+{
+    return report_str(self->scope, NULL);
+}
+
+static PyMethodDef scope_methods[] = {
+    {"set_probes", (PyCFunction)scope_set_probes, METH_O, NULL},
+    {"set_tolerance", (PyCFunction)scope_set_tolerance, METH_VARARGS, NULL},
+    {"set_location", (PyCFunction)scope_set_location, METH_VARARGS, NULL},
+    {"begin", (PyCFunction)scope_begin, METH_NOARGS, NULL},
+    {"end", (PyCFunction)scope_end, METH_NOARGS, NULL},
+    {"leaked", (PyCFunction)scope_leaked, METH_NOARGS, NULL},
+    {"probes", (PyCFunction)scope_probes, METH_NOARGS, NULL},
+    {"leaking", (PyCFunction)scope_leaking, METH_NOARGS, NULL},
+    {"delta", (PyCFunction)scope_delta, METH_O, NULL},
+    {"tolerance", (PyCFunction)scope_tolerance, METH_O, NULL},
+    {"report", (PyCFunction)scope_report, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyTypeObject Scope_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "leakcheck._core.Scope",
+    .tp_basicsize = sizeof(ScopeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Scope(name=None): the engine's lc_scope.",
+    .tp_new = scope_new,
+    .tp_dealloc = (destructor)scope_dealloc,
+    .tp_methods = scope_methods,
+};
+
+/* ---- Series ------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    lc_series *series;
+    PyObject *file;                     /* keeps the location's text alive */
+} SeriesObject;
+
+static void
+series_dealloc(SeriesObject *self)
+{
+    lc_series_free(self->series);
+    Py_XDECREF(self->file);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+series_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"name", "warmup", "repeat", NULL};
+    const char *name = NULL;
+    int warmup, repeat;
+    SeriesObject *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "zii:Series", kwlist, &name,
+                                     &warmup, &repeat))
+        return NULL;
+    if (warmup < 0 || repeat < 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "leakcheck: warmup must be >= 0 and repeat >= 1");
+        return NULL;
+    }
+    self = (SeriesObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->series = lc_series_new(name, warmup, repeat);
+    if (self->series == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *
+series_set_probes(SeriesObject *self, PyObject *arg)
+{
+    unsigned long mask = PyLong_AsUnsignedLong(arg);
+
+    if (PyErr_Occurred() || check(lc_series_set_probes(self->series, mask)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_threshold(SeriesObject *self, PyObject *args)
+{
+    int probe;
+    long long threshold;
+
+    if (!PyArg_ParseTuple(args, "iL:set_threshold", &probe, &threshold) ||
+        check(lc_series_set_threshold(self->series, probe, threshold)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_location(SeriesObject *self, PyObject *args)
+{
+    PyObject *file;
+    const char *text;
+    int line;
+
+    if (!PyArg_ParseTuple(args, "Ui:set_location", &file, &line) ||
+        (text = PyUnicode_AsUTF8(file)) == NULL)
+        return NULL;
+    Py_INCREF(file);
+    Py_XSETREF(self->file, file);
+    lc_series_set_location(self->series, text, line);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_snapshot_flags(SeriesObject *self, PyObject *arg)
+{
+    unsigned long flags = PyLong_AsUnsignedLong(arg);
+
+    if (PyErr_Occurred())
+        return NULL;
+    lc_series_set_snapshot_flags(self->series, (unsigned)flags);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_next(SeriesObject *self, PyObject *unused)
+{
+    int rc = lc_series_next(self->series);
+
+    if (check(rc) < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+series_leaked(SeriesObject *self, PyObject *unused)
+{
+    int r = lc_series_leaked(self->series);
+
+    if (check(r) < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *
+series_probes(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_series_probes(self->series));
+}
+
+static PyObject *
+series_leaking(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_series_leaking(self->series));
+}
+
+static PyObject *
+series_runs(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(lc_series_runs(self->series));
+}
+
+static PyObject *
+series_delta(SeriesObject *self, PyObject *args)
+{
+    int run, probe;
+    int64_t d;
+
+    if (!PyArg_ParseTuple(args, "ii:delta", &run, &probe) ||
+        check(lc_series_delta(self->series, run, probe, &d)) < 0)
+        return NULL;
+    return PyLong_FromLongLong((long long)d);
+}
+
+static PyObject *
+series_threshold(SeriesObject *self, PyObject *arg)
+{
+    int probe;
+
+    if (probe_arg(arg, &probe) < 0)
+        return NULL;
+    return PyLong_FromLongLong(
+        (long long)lc_series_threshold(self->series, probe));
+}
+
+static PyObject *
+series_report(SeriesObject *self, PyObject *unused)
+{
+    return report_str(NULL, self->series);
+}
+
+static PyMethodDef series_methods[] = {
+    {"set_probes", (PyCFunction)series_set_probes, METH_O, NULL},
+    {"set_threshold", (PyCFunction)series_set_threshold, METH_VARARGS, NULL},
+    {"set_location", (PyCFunction)series_set_location, METH_VARARGS, NULL},
+    {"set_snapshot_flags", (PyCFunction)series_set_snapshot_flags, METH_O,
+     NULL},
+    {"next", (PyCFunction)series_next, METH_NOARGS, NULL},
+    {"leaked", (PyCFunction)series_leaked, METH_NOARGS, NULL},
+    {"probes", (PyCFunction)series_probes, METH_NOARGS, NULL},
+    {"leaking", (PyCFunction)series_leaking, METH_NOARGS, NULL},
+    {"runs", (PyCFunction)series_runs, METH_NOARGS, NULL},
+    {"delta", (PyCFunction)series_delta, METH_VARARGS, NULL},
+    {"threshold", (PyCFunction)series_threshold, METH_O, NULL},
+    {"report", (PyCFunction)series_report, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyTypeObject Series_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "leakcheck._core.Series",
+    .tp_basicsize = sizeof(SeriesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Series(name, warmup, repeat): the engine's lc_series.",
+    .tp_new = series_new,
+    .tp_dealloc = (destructor)series_dealloc,
+    .tp_methods = series_methods,
+};
+
+/* ---- module ------------------------------------------------------------- */
+
+static PyMethodDef core_methods[] = {
+    {"set_settle", core_set_settle, METH_O,
+     "set_settle(fn): call fn() before the collection that starts every "
+     "snapshot (None removes it)."},
+    {"set_thread_settle_ms", core_set_thread_settle_ms, METH_O,
+     "set_thread_settle_ms(ms): how long a verdict waits for extra threads "
+     "to end."},
+    {"probe_info", core_probe_info, METH_O,
+     "probe_info(n) -> (name, unit, doc, available, reason, tolerance, "
+     "threshold)"},
+    {"probes_available", core_probes_available, METH_NOARGS,
+     "The mask of probes that can be read now."},
+    {"is_immortal", core_is_immortal, METH_O,
+     "True for an immortal object (CPython 3.12+), whose reference count "
+     "never changes."},
+    {NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "leakcheck._core",
+    .m_doc = "leakcheck's C engine; use the leakcheck package instead.",
+    .m_size = -1,
+    .m_methods = core_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__core(void)
+{
+    PyObject *m;
+
+    if (PyType_Ready(&Snapshot_Type) < 0 || PyType_Ready(&Scope_Type) < 0 ||
+        PyType_Ready(&Series_Type) < 0)
+        return NULL;
+    m = PyModule_Create(&core_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&Snapshot_Type);
+    Py_INCREF(&Scope_Type);
+    Py_INCREF(&Series_Type);
+    if (PyModule_AddObject(m, "Snapshot", (PyObject *)&Snapshot_Type) < 0 ||
+        PyModule_AddObject(m, "Scope", (PyObject *)&Scope_Type) < 0 ||
+        PyModule_AddObject(m, "Series", (PyObject *)&Series_Type) < 0 ||
+        PyModule_AddStringConstant(m, "VERSION", lc_version()) < 0 ||
+        PyModule_AddIntConstant(m, "PROBE_COUNT", LC_PROBE_COUNT) < 0 ||
+        PyModule_AddIntConstant(m, "SNAPSHOT_NO_COLLECT",
+                                LC_SNAPSHOT_NO_COLLECT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
