@@ -1,0 +1,56 @@
+"""leakcheck makes leaks a test failure.
+
+A C engine (leakcheck._core) reads numbers about the process -- reference
+counts, pymalloc blocks, bytes and allocations through CPython's
+allocators, GC-tracked objects, uncollectable garbage, file descriptors,
+threads -- after settling the interpreter and a full collection, and
+decides whether something grew.  This package names those probes, checks
+arguments, and, when a check fails, says what leaked and where::
+
+    import leakcheck
+
+    with leakcheck.scope():                 # one delta: growth fails
+        code_under_test()
+
+    leakcheck.repeat(code_under_test)       # warm-up, then every run grows?
+
+    handle = leakcheck.watch(obj)
+    del obj
+    leakcheck.assert_finalized(handle)      # else: the chain that holds it
+
+Failures raise LeakError (an AssertionError) whose message is the report.
+"""
+
+from . import _core, _settle
+from ._diagnose import Diagnosis, diagnose
+from ._errors import LeakError
+from ._objects import (Handle, assert_finalized, assert_no_garbage,
+                       refcounts, watch)
+from ._probes import (DEFAULT_PROBES, PROBE_NAMES, ProbeInfo, Snapshot,
+                      probes, snapshot)
+from ._verdicts import Series, repeat, scope
+
+__version__ = _core.VERSION
+
+__all__ = [
+    "LeakError",
+    "ProbeInfo",
+    "Snapshot",
+    "Series",
+    "Diagnosis",
+    "Handle",
+    "PROBE_NAMES",
+    "DEFAULT_PROBES",
+    "probes",
+    "snapshot",
+    "scope",
+    "repeat",
+    "diagnose",
+    "refcounts",
+    "watch",
+    "assert_finalized",
+    "assert_no_garbage",
+]
+
+# Every snapshot from now on starts by clearing first-use caches.
+_core.set_settle(_settle.settle)

@@ -1,0 +1,154 @@
+"""Probes by name, snapshots, and the checks of the arguments that name
+probes and tolerances: every public entry point validates through here, so
+a bad value gets the same clear message wherever it came from."""
+
+import operator
+from collections.abc import Mapping
+from typing import NamedTuple, Optional
+
+from . import _core
+
+__all__ = ["ProbeInfo", "PROBE_NAMES", "DEFAULT_PROBES", "Snapshot",
+           "probes", "snapshot"]
+
+
+class ProbeInfo(NamedTuple):
+    """What a probe reads, and whether it can be read in this process."""
+
+    name: str
+    unit: str
+    doc: str
+    available: bool
+    reason: Optional[str]   # why not, when it is not available
+    tolerance: int          # default scope noise floor: growth up to it is clean
+    threshold: int          # default series threshold: a run leaks from it on
+
+
+PROBE_NAMES = tuple(_core.probe_info(i)[0] for i in range(_core.PROBE_COUNT))
+_INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
+
+# The probes used when none are named.  Chosen by measurement (see
+# tests/python/test_clean.py, which runs clean code under each of them many
+# times): every Python probe, plus fds and threads.  native_bytes is left
+# out because glibc's own bookkeeping moves it by a few KiB in clean code
+# (thread arenas, stdio buffers on first use); valgrind because a leak check
+# per snapshot costs seconds.  Probes that cannot be read here (refs on a
+# release build) are skipped when reading.
+DEFAULT_PROBES = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
+                  "garbage", "fds", "threads")
+
+Snapshot = _core.Snapshot
+Mapping.register(Snapshot)
+
+
+def probes():
+    """Every probe, available here or not, with the reason when not."""
+    return [ProbeInfo(*_core.probe_info(i)) for i in range(len(PROBE_NAMES))]
+
+
+def snapshot(probes=None):
+    """Reads the probes now (``probes``: names, as a sequence or a
+    comma-separated string; default DEFAULT_PROBES), after settling the
+    interpreter and a full collection.  Returns a Snapshot, a read-only
+    mapping of probe name to reading holding the probes that could be read;
+    ``later - earlier`` is a dict of deltas.  A Snapshot does not count
+    itself: two taken back to back differ by nothing."""
+    return Snapshot(_DEFAULT_MASK if probes is None else probe_mask(probes))
+
+
+def _valid_list():
+    return ", ".join(PROBE_NAMES)
+
+
+def probe_names(probes, argname="probes"):
+    """The probe names `probes` asks for, in probe order: None means
+    DEFAULT_PROBES; a string is one name or a comma-separated list.
+    ValueError names the argument and lists the valid probes."""
+    if probes is None:
+        return DEFAULT_PROBES
+    if isinstance(probes, str):
+        names = [name.strip() for name in probes.split(",") if name.strip()]
+    else:
+        try:
+            names = list(probes)
+        except TypeError:
+            raise TypeError(f"{argname} must be probe names (a sequence or a "
+                            f"comma-separated string), not "
+                            f"{type(probes).__name__}") from None
+    if not names:
+        raise ValueError(f"{argname} names no probe; valid probes: "
+                         f"{_valid_list()}")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{argname} must hold probe names (str), not "
+                            f"{type(name).__name__}")
+        if name not in _INDEX:
+            raise ValueError(f"unknown probe {name!r} in {argname}; valid "
+                             f"probes: {_valid_list()}")
+    return tuple(name for name in PROBE_NAMES if name in names)
+
+
+def probe_mask(probes, argname="probes"):
+    """The engine's bit mask for `probes` (see probe_names)."""
+    mask = 0
+    for name in probe_names(probes, argname):
+        mask |= 1 << _INDEX[name]
+    return mask
+
+
+def readable_mask(probes, argname="probes"):
+    """probe_mask(probes), refusing a set of which nothing can be read
+    here: a verdict over no probe would pass whatever the code does."""
+    mask = probe_mask(probes, argname)
+    available = _core.probes_available()
+    if mask & available == 0:
+        reasons = "; ".join(f"{info.name}: {info.reason}" for info in
+                            (ProbeInfo(*_core.probe_info(_INDEX[name]))
+                             for name in names_of(mask)))
+        raise ValueError(f"none of the probes in {argname} can be read "
+                         f"here ({reasons})")
+    return mask
+
+
+def names_of(mask):
+    """The probe names of an engine bit mask, in probe order."""
+    return [name for i, name in enumerate(PROBE_NAMES) if mask & (1 << i)]
+
+
+def index_of(name):
+    return _INDEX[name]
+
+
+_DEFAULT_MASK = probe_mask(None)
+
+
+def check_count(value, argname, minimum):
+    """`value` as an int >= minimum, or TypeError/ValueError naming it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{argname} must be an int, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{argname} must be an int, not "
+                        f"{type(value).__name__}") from None
+    if value < minimum:
+        raise ValueError(f"{argname} must be >= {minimum}, got {value}")
+    return value
+
+
+def tolerances(tolerance, names, argname="tolerance"):
+    """{probe name: tolerance} for the probes in `names` that `tolerance`
+    sets: None sets none (the engine's defaults stay), an int sets all of
+    them, a dict sets those it names."""
+    if tolerance is None:
+        return {}
+    if isinstance(tolerance, Mapping):
+        result = {}
+        for name, value in tolerance.items():
+            if name not in _INDEX:
+                raise ValueError(f"unknown probe {name!r} in {argname}; "
+                                 f"valid probes: {_valid_list()}")
+            result[name] = check_count(value, f"{argname}[{name!r}]", 0)
+        return result
+    value = check_count(tolerance, argname, 0)
+    return {name: value for name in names}

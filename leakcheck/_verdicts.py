@@ -1,0 +1,355 @@
+"""Scope and series verdicts: the engine's lc_scope and lc_series with
+names for probes, validated arguments, and a diagnosis when they fail.
+
+Nothing here allocates between the two snapshots of a measurement beyond
+temporaries: every object a verdict keeps is created before its first
+snapshot, and results are stored only after the last one.
+"""
+
+import functools
+import sys
+
+from . import _core
+from ._diagnose import diagnose, diagnose_after
+from ._errors import LeakError
+from ._probes import (ProbeInfo, check_count, index_of, names_of,
+                      readable_mask, tolerances)
+
+__all__ = ["scope", "Series", "repeat"]
+
+
+def _unread(asked, compared):
+    """A line naming the probes asked for that could not be read, or ''."""
+    missing = [name for name in asked if name not in compared]
+    if not missing:
+        return ""
+    reasons = []
+    for name in missing:
+        info = ProbeInfo(*_core.probe_info(index_of(name)))
+        reasons.append(f"{name} ({info.reason or 'not read'})")
+    return "  not read here: " + ", ".join(reasons) + "\n"
+
+
+def _compose(engine_report, asked, compared, diagnosis):
+    text = engine_report + _unread(asked, compared)
+    if diagnosis:
+        text += str(diagnosis) + "\n"
+    return text.rstrip("\n")
+
+
+def _caller(depth):
+    """(file, line) of the frame `depth` levels above the caller.  The
+    frame object it materializes (3.11+) lives as long as that frame runs,
+    so asking again later allocates nothing."""
+    frame = sys._getframe(depth + 1)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+class _Prebound:
+    """A method whose bound form each instance makes once, in __init__, so
+    that looking it up allocates nothing.  The with statement looks up
+    __exit__ before it calls __enter__, and 3.11+ frees that bound method
+    just before calling it: a fresh one would be alive at the first
+    snapshot and gone at the second, and clean code would read as
+    shrinking."""
+
+    def __init__(self, attr):
+        self.attr = attr
+
+    def __get__(self, obj, cls=None):
+        return self if obj is None else getattr(obj, self.attr)
+
+
+_REFS = index_of("refs")
+_REFS_BIT = 1 << _REFS
+_HUGE = 1 << 40
+
+# What a scope adds to the refs probe by itself, per kind of scope ("with"
+# statement, or "call" of a decorated function): (refs delta, delta of the
+# scope object's own reference count) of an empty scope.  The with
+# statement holds different references when it calls __enter__ and
+# __exit__ (the bound __exit__, its arguments, __enter__'s result), so an
+# empty scope is not zero in refs.  Measured once, on debug builds only.
+_refs_offsets = {}
+_calibrating = []                       # non-empty while measuring
+_calibration = [0, 0]                   # the last measurement's raw deltas
+
+
+def _refs_offset(kind):
+    if kind not in _refs_offsets:
+        _calibrating.append(kind)
+        try:
+            seen = []
+            for _ in range(8):
+                if kind == "with":
+                    with scope(probes=("refs",), tolerance=_HUGE):
+                        pass
+                else:
+                    scope(probes=("refs",), tolerance=_HUGE)(_nothing)()
+                seen.append(tuple(_calibration))
+                if len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]:
+                    break
+            _refs_offsets[kind] = max(set(seen), key=seen.count)
+        finally:
+            _calibrating.pop()
+    return _refs_offsets[kind]
+
+
+def _nothing():
+    pass
+
+
+class scope:
+    """Fails with LeakError when the code it covers leaves growth behind.
+
+    As a context manager::
+
+        with leakcheck.scope():
+            code_under_test()
+
+    As a decorator, each call of the function is a scope, and a failing call
+    is re-run under the diagnosis (so decorate functions that can run again
+    and return nothing, such as tests: a returned object counts as growth)::
+
+        @leakcheck.scope(probes=["objects", "fds"])
+        def test_it(): ...
+
+    ``probes``: names (sequence, or comma-separated string), default
+    DEFAULT_PROBES; probes that cannot be read here are skipped.
+    ``tolerance``: growth allowed, an int for every probe or a dict
+    {probe: int}; growth beyond it is a leak.  When the body raises, no
+    verdict is made and the exception propagates.
+
+    A scope has no warm-up: what the code fills on first use that settling
+    does not clear (a module imported, a string interned, a logger made)
+    is growth.  Run the code once before the scope, or use repeat().
+
+    After the block: ``leaked`` (bool), ``leaking`` (names), ``deltas``
+    ({name: growth}), ``probes`` (names compared), ``report`` (str).
+    """
+
+    def __init__(self, probes=None, tolerance=None, name=None):
+        self._mask = readable_mask(probes)
+        self._asked = names_of(self._mask)
+        self._tolerance = tolerances(tolerance, self._asked)
+        self._settings = (probes, tolerance)
+        self.name = name
+        self._core = None
+        self._kind = "with"
+        self._rerun = None          # set by the decorator: run the call again
+        self._location = None       # set by the decorator: the function
+        self._refs = None           # (tolerance, offset, own refcount)
+        self.leaked = None
+        self.leaking = []
+        self.deltas = {}
+        self.probes = []
+        self.report = None
+        self._bound_enter = self._enter
+        self._bound_exit = self._exit
+
+    __enter__ = _Prebound("_bound_enter")
+    __exit__ = _Prebound("_bound_exit")
+
+    def _enter(self):
+        # At core.begin() this frame must hold the same references whatever
+        # the arguments were (refs counts them): only `self` and `core`.
+        if self._core is not None:
+            raise RuntimeError("leakcheck.scope is already active: use a new "
+                               "scope for each with statement")
+        core = self._prepare()
+        self._core = core
+        if self._refs is not None:
+            self._refs[2] = sys.getrefcount(self)
+        core.begin()
+        return self
+
+    def _prepare(self):
+        core = _core.Scope(self.name or "scope")
+        core.set_probes(self._mask)
+        for name, value in self._tolerance.items():
+            core.set_tolerance(index_of(name), value)
+        self._location = self._location or _caller(2)
+        core.set_location(*self._location)
+        self._refs = None
+        if self._mask & _REFS_BIT & _core.probes_available():
+            offset = (0, 0) if _calibrating else _refs_offset(self._kind)
+            self._refs = [self._tolerance.get("refs", 0), offset, 0]
+        return core
+
+    def _exit(self, exc_type, exc, tb):
+        # Until core.end() has read the probes, nothing here may create an
+        # object that outlives the call: no closure, no comprehension, no
+        # int that is not cached.
+        core = self._core
+        self._core = None
+        if exc_type is not None:
+            return False
+        if self._refs is not None:
+            # References to this scope object made since __enter__ (the
+            # `as` target) are the measurement's own: they count in refs.
+            self._refs[2] = sys.getrefcount(self) - self._refs[2]
+            core.set_tolerance(_REFS, max(0, self._refs[0] + self._correction()))
+        core.end()
+        self._judge(core)
+        return False
+
+    def _correction(self):
+        tolerance, (refs, own), grown = self._refs
+        return refs + grown - own
+
+    def _judge(self, core):
+        self.leaked = core.leaked()
+        self.probes = compared = names_of(core.probes())
+        self.deltas = {name: core.delta(index_of(name)) for name in compared}
+        self.leaking = names_of(core.leaking())
+        tolerance = {name: core.tolerance(index_of(name)) for name in compared}
+        if self._refs is not None and "refs" in self.deltas:
+            if _calibrating:
+                _calibration[:] = [self.deltas["refs"], self._refs[2]]
+            self.deltas["refs"] -= self._correction()
+            tolerance["refs"] = self._refs[0]
+        diagnosis = None
+        if self.leaked:
+            if self._rerun is not None:
+                diagnosis = diagnose(self._rerun, self.leaking)
+            else:
+                diagnosis = diagnose_after(self.leaking, self.deltas)
+        head = _scope_report(self.name or "scope", self._location,
+                             self.leaked, self.leaking, self.deltas,
+                             tolerance, compared)
+        self.report = _compose(head, self._asked, compared, diagnosis)
+        if self.leaked:
+            raise LeakError(self.report, diagnosis)
+
+    def __call__(self, func):
+        probes, tolerance = self._settings
+        name = self.name or getattr(func, "__qualname__", None)
+        code = getattr(func, "__code__", None)
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            each = scope(probes=probes, tolerance=tolerance, name=name)
+            each._kind = "call"
+            each._rerun = lambda: func(*args, **kwargs)
+            if code is not None:
+                each._location = (code.co_filename, code.co_firstlineno)
+            with each:
+                result = func(*args, **kwargs)
+            return result
+        return checked
+
+
+def _scope_report(name, location, leaked, leaking, deltas, tolerance,
+                  compared):
+    """The scope's report, as the engine words it (lc_scope_report), from
+    deltas that may be corrected (refs)."""
+    units = {info.name: info.unit for info in map(
+        lambda i: ProbeInfo(*_core.probe_info(i)), range(_core.PROBE_COUNT))}
+    lines = [f"leakcheck: scope '{name}' {'leaked' if leaked else 'is clean'}"
+             + (f" (at {location[0]}:{location[1]})" if location else "")]
+    for probe in leaking:
+        lines.append(f"  {probe:<12} grew by {deltas[probe]:+d} "
+                     f"{units[probe]} (tolerance {tolerance[probe]})")
+    within = [f"{probe} {deltas[probe]:+d}" for probe in compared
+              if probe not in leaking]
+    if within:
+        lines.append("  within tolerance: " + ", ".join(within))
+    return "\n".join(lines) + "\n"
+
+
+class Series:
+    """A series verdict for callers that run the code themselves::
+
+        series = leakcheck.Series(warmup=1, repeat=4)
+        while series.next():
+            run_once()
+        if series.leaked: ...
+
+    After `warmup` unmeasured runs, each measured run gives one delta per
+    probe; a probe leaks when every delta reaches its threshold (tolerance
+    + 1 when ``tolerance`` is given, else the probe's default).  The engine
+    stops as soon as no probe can still leak: clean code costs `warmup` + 1
+    measured run.
+
+    Once next() has returned False: ``leaked``, ``leaking`` (names),
+    ``runs`` (measured runs), ``probes`` (names compared), ``deltas``
+    ({name: [delta per run]}), ``thresholds`` ({name: int}) and report().
+    """
+
+    def __init__(self, warmup=1, repeat=4, probes=None, tolerance=None,
+                 name=None):
+        self.warmup = check_count(warmup, "warmup", 0)
+        self.repeat = check_count(repeat, "repeat", 1)
+        mask = readable_mask(probes)
+        self._asked = names_of(mask)
+        thresholds = {name: value + 1 for name, value in
+                      tolerances(tolerance, self._asked).items()}
+        self.name = name or "series"
+        core = _core.Series(self.name, self.warmup, self.repeat)
+        core.set_probes(mask)
+        for name, value in thresholds.items():
+            core.set_threshold(index_of(name), value)
+        core.set_location(*_caller(1))
+        self._core = core
+        self.done = False
+        self.leaked = None
+        self.leaking = []
+        self.runs = 0
+        self.probes = []
+        self.deltas = {}
+        self.thresholds = {}
+
+    def next(self):
+        """True while the code must run once more; False once the verdict
+        is in (the results are then set)."""
+        if self._core.next():
+            return True
+        if not self.done:
+            self._finish()
+        return False
+
+    def _finish(self):
+        core = self._core
+        self.done = True
+        self.leaked = core.leaked()
+        self.leaking = names_of(core.leaking())
+        self.runs = core.runs()
+        self.probes = names_of(core.probes())
+        self.deltas = {name: [core.delta(run, index_of(name))
+                              for run in range(self.runs)]
+                       for name in self.probes}
+        self.thresholds = {name: core.threshold(index_of(name))
+                           for name in self.probes}
+
+    def report(self, diagnosis=None):
+        """The readable report, with `diagnosis` (a Diagnosis) appended."""
+        return _compose(self._core.report(), self._asked, self.probes,
+                        diagnosis)
+
+    def __repr__(self):
+        state = ("running" if not self.done else
+                 f"leaked: {', '.join(self.leaking)}" if self.leaked
+                 else "clean")
+        return f"<leakcheck.Series {self.name!r} {state}, {self.runs} runs>"
+
+
+def repeat(func, *args, warmup=1, repeat=4, probes=None, tolerance=None,
+           **kwargs):
+    """Runs ``func(*args, **kwargs)`` as a Series: `warmup` runs, then up
+    to `repeat` measured runs.  On a leak, re-runs it under diagnose() and
+    raises LeakError with the report; otherwise returns the finished
+    Series."""
+    if not callable(func):
+        raise TypeError(f"repeat() needs a callable, not "
+                        f"{type(func).__name__}")
+    series = Series(warmup=warmup, repeat=repeat, probes=probes,
+                    tolerance=tolerance,
+                    name=getattr(func, "__qualname__", None) or repr(func))
+    series._core.set_location(*_caller(1))
+    while series.next():
+        func(*args, **kwargs)
+    if series.leaked:
+        diagnosis = diagnose(lambda: func(*args, **kwargs), series.leaking)
+        raise LeakError(series.report(diagnosis), diagnosis)
+    return series
+
