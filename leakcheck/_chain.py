@@ -1,0 +1,275 @@
+"""Why is this object still alive?  The shortest chain of references from
+a root to it, found by walking referrers backwards (breadth first, one
+heap pass per level with gc.get_referrers).
+
+Roots, as the report names them:
+
+- a module global (the chain reaches a module's namespace);
+- a class attribute (the chain reaches a class);
+- a local variable of a running frame (found by reading the frames of
+  every thread: since 3.11 a running frame's locals are invisible to
+  gc.get_referrers);
+- C code, when the chain reaches an object that nothing the garbage
+  collector can see refers to: a static reference in an extension, or one
+  that was never released (a missing Py_DECREF).
+
+The walk never follows leakcheck's own frames and containers.  Only called
+after a verdict: it costs a heap pass per level.
+"""
+
+import gc
+import os
+import sys
+import types
+
+from ._diagnose import _unfrozen, describe, type_name
+
+__all__ = ["find_chain"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_MAX_DEPTH = 40
+_MAX_NODES = 20000
+_FRAMES_VISIBLE = sys.version_info < (3, 11)  # frames traverse their locals
+
+
+def find_chain(holder, exclude=()):
+    """The chain that keeps ``holder[0]`` alive, as a dict (see
+    Diagnosis.chains).  The caller refers to the object only through the
+    one-element list `holder` and the containers in `exclude` (which the
+    walk does not follow), so that the references it holds itself are
+    known and do not read as references from C."""
+    with _unfrozen():
+        frames = _stack_frames()
+        locals_of = _frame_locals(frames)
+        unseen = _unseen_refs(holder, exclude, locals_of)
+        return _walk(holder, exclude, frames, locals_of, unseen)
+
+
+def _own(frame):
+    return frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def _stack_frames():
+    """Every frame on every thread's stack, leakcheck's own left out."""
+    frames = []
+    for top in sys._current_frames().values():
+        frame = top
+        while frame is not None:
+            if not _own(frame):
+                frames.append(frame)
+            frame = frame.f_back
+    return frames
+
+
+def _frame_locals(frames):
+    """{id(value): [(frame, name), ...]} for the locals of `frames`."""
+    found = {}
+    for frame in frames:
+        try:
+            names = list(frame.f_locals.items())
+        except Exception:
+            continue
+        for name, value in names:
+            found.setdefault(id(value), []).append((frame, name))
+    return found
+
+
+def _unseen_refs(holder, exclude, locals_of):
+    """References to holder[0] that neither an object the collector sees
+    nor a frame's local variable accounts for; None when that cannot be
+    told: containers of an object the collector does not track may be
+    untracked too, and then invisible."""
+    if not gc.is_tracked(holder[0]):
+        return None
+    count = sys.getrefcount(holder[0]) - 2   # the argument, and `holder`
+    visible = 0
+    for container in exclude:
+        visible += sum(1 for x in gc.get_referents(container)
+                       if x is holder[0])
+    for referrer in gc.get_referrers(holder[0]):
+        if referrer is holder or any(referrer is c for c in exclude) or (
+                isinstance(referrer, types.FrameType) and _own(referrer)):
+            continue
+        visible += sum(1 for x in gc.get_referents(referrer)
+                       if x is holder[0])
+    if not _FRAMES_VISIBLE:
+        visible += len(locals_of.get(id(holder[0]), ()))
+    return max(count - visible, 0)
+
+
+def _walk(holder, exclude, frames, locals_of, unseen):
+    target = holder[0]
+    module_of = {}
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            module_of[id(namespace)] = module
+    nodes = {id(target): target}          # every object reached
+    toward = {id(target): None}           # referrer id -> the id it refers to
+    own = {id(nodes), id(toward), id(frames), id(locals_of), id(module_of),
+           id(holder), *(id(c) for c in exclude)}
+    level = [target]
+    kept = [level]                        # never freed: their ids stay ours
+    own.update((id(level), id(kept)))
+    root, dead_end = None, None
+
+    for depth in range(_MAX_DEPTH):
+        for node in level:
+            root = _root_of(node, node is target, locals_of, module_of)
+            if root is not None:
+                break
+        if root is not None or len(nodes) > _MAX_NODES:
+            break
+        referrers = gc.get_referrers(*level)
+        following = []
+        kept += (referrers, following)
+        own.update((id(referrers), id(following)))
+        ids = {id(node) for node in level}
+        held = set()
+        for referrer in referrers:
+            rid = id(referrer)
+            if rid in own or rid in nodes or (
+                    isinstance(referrer, types.FrameType) and _own(referrer)):
+                if rid in nodes:
+                    held.update(id(x) for x in gc.get_referents(referrer)
+                                if id(x) in ids)
+                continue
+            for child in gc.get_referents(referrer):
+                if id(child) in ids:
+                    held.add(id(child))
+                    if rid not in toward:
+                        toward[rid] = id(child)
+                        nodes[rid] = referrer
+                        following.append(referrer)
+        if dead_end is None:
+            for node in level:
+                if id(node) not in held and id(node) not in locals_of:
+                    dead_end = node
+                    break
+        if not following:
+            if dead_end is None:
+                dead_end = level[0]
+            break
+        level = following
+
+    if root is None:
+        start = dead_end if dead_end is not None else target
+        root = ("c", f"C code: nothing the garbage collector sees refers to "
+                     f"the {describe(start)} (a static reference in an "
+                     f"extension, or a reference never released)",
+                f"<{type_name(type(start))} held by C>", start)
+    kind, text, expression, start = root
+    path = _path(start, nodes, toward)
+    steps, expression = _steps(path, expression, module_of)
+    return {"object": describe(target), "watched_at": None, "root": text,
+            "kind": kind, "expression": expression, "path": steps,
+            "unseen_refs": unseen}
+
+
+def _root_of(node, is_target, locals_of, module_of):
+    """(kind, text, expression, node) when `node` is a root, else None."""
+    holders = locals_of.get(id(node))
+    if holders:
+        frame, name = holders[0]
+        code = frame.f_code
+        return ("frame", f"local variable {name!r} of {code.co_name}() "
+                         f"({code.co_filename}:{frame.f_lineno})", name, node)
+    if is_target:
+        return None
+    if id(node) in module_of:
+        module = module_of[id(node)]
+        return ("module", f"a global of module {module.__name__}",
+                module.__name__, node)
+    if isinstance(node, types.ModuleType):
+        return ("module", f"module {node.__name__}", node.__name__, node)
+    if isinstance(node, type):
+        return ("class", f"an attribute of class {type_name(node)}",
+                type_name(node), node)
+    return None
+
+
+def _path(start, nodes, toward):
+    path = [start]
+    key = toward.get(id(start))
+    while key is not None:
+        path.append(nodes[key])
+        key = toward.get(key)
+    return path
+
+
+def _steps(path, expression, module_of):
+    """The edges of `path` as [{"edge", "type"}], and the expression that
+    reaches the last object from the root's (None when an edge cannot be
+    written as one).  A namespace's key reads as an attribute: module.x,
+    Cls.x, obj.x rather than obj.__dict__['x']."""
+    steps = []
+    for parent, child in zip(path, path[1:]):
+        steps.append({"edge": _edge(parent, child),
+                      "type": type_name(type(child))})
+    text = expression
+    for i, step in enumerate(steps):
+        edge = step["edge"]
+        if not edge.startswith((".", "[")):
+            return steps, None
+        namespace = (id(path[i]) in module_of
+                     or text.endswith(".__dict__"))
+        key = edge[2:-2] if edge.startswith("['") else None
+        if namespace and key is not None and key.isidentifier():
+            if text.endswith(".__dict__"):
+                text = text[:-len(".__dict__")]
+            text += "." + key
+        else:
+            text += edge
+    return steps, text
+
+
+def _edge(parent, child):
+    """How `parent` refers to `child`, as an expression suffix."""
+    try:
+        if isinstance(parent, dict):
+            for key, value in parent.items():
+                if value is child:
+                    return f"[{key!r}]"
+                if key is child:
+                    return " (a key)"
+        elif isinstance(parent, (list, tuple)):
+            for i, value in enumerate(parent):
+                if value is child:
+                    return f"[{i}]"
+        elif isinstance(parent, (set, frozenset)):
+            return " (a member)"
+        elif isinstance(parent, types.CellType if hasattr(types, "CellType")
+                        else type((lambda x: lambda: x)(0).__closure__[0])):
+            return ".cell_contents"
+        elif isinstance(parent, types.FrameType):
+            for name, value in parent.f_locals.items():
+                if value is child:
+                    return f" (local {name!r})"
+        elif isinstance(parent, types.MethodType):
+            return ".__self__" if parent.__self__ is child else ".__func__"
+        elif isinstance(parent, types.FunctionType):
+            for attr in ("__closure__", "__defaults__", "__kwdefaults__",
+                         "__globals__", "__dict__", "__code__"):
+                if getattr(parent, attr, None) is child:
+                    return "." + attr
+        if isinstance(parent, type):
+            for name, value in vars(parent).items():
+                if value is child:
+                    return "." + name
+            if child in gc.get_referents(parent) and isinstance(child, dict):
+                return ".__dict__"
+        elif getattr(parent, "__dict__", None) is child:
+            return ".__dict__"
+        else:
+            namespace = getattr(parent, "__dict__", None)
+            if isinstance(namespace, dict):
+                for name, value in namespace.items():
+                    if value is child:
+                        return "." + name
+            for cls in type(parent).__mro__:
+                for name in getattr(cls, "__slots__", ()):
+                    if getattr(parent, name, None) is child:
+                        return "." + name
+    except Exception:
+        pass
+    return f" -> (held by a {type_name(type(parent))})"

@@ -1,0 +1,488 @@
+"""The diagnosis: what leaked and where, computed only after a verdict, so
+that it never slows a clean run.
+
+``diagnose(run_once, leaking)`` re-runs the code that leaked and watches
+it the expensive way: the live count of every type before and after (for
+object growth), tracemalloc (for allocator growth: the lines where the
+surviving new blocks were allocated), the reference count of every object
+(refs), new file descriptors and what they point to, new threads with
+their names and targets, and what landed in gc.garbage.
+
+``diagnose_after(leaking, deltas)`` is for a verdict on code that cannot be
+run again (the body of a ``with`` scope): what can be seen afterwards
+alone.  The newest objects the collector tracks are the ones created last
+(a full collection appends the younger generations to the end of the
+oldest), so the scope's growth in objects has their types.
+"""
+
+import gc
+import linecache
+import os
+import sys
+import threading
+import time
+import tracemalloc
+
+from . import _core
+from ._probes import PROBE_NAMES, check_count, probe_names
+
+__all__ = ["Diagnosis", "diagnose", "diagnose_after"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_TOP = 10                 # entries shown per section
+_TRACE_FRAMES = 10        # tracemalloc frames kept per allocation
+_THREAD_WAIT = 0.2        # seconds new threads get to end before counting
+
+_ALLOCATOR_PROBES = {"blocks", "py_bytes", "py_allocs", "objects"}
+_CENSUS_PROBES = {"objects", "blocks", "py_bytes", "py_allocs", "refs"}
+
+
+class Diagnosis:
+    """What leaked and where.  Every attribute is a list, empty when the
+    diagnosis has nothing to say about it; ``to_dict()`` gives them as
+    JSON-ready data with stable keys, ``str()`` as readable text."""
+
+    def __init__(self, leaking=(), runs=0):
+        self.leaking = list(leaking)
+        self.runs = runs            # re-runs made; 0 when none was possible
+        self.objects = []           # [{"type", "delta"}], biggest first
+        self.allocations = []       # [{"file", "line", "size", "count",
+                                    #   "source", "traceback"}]
+        self.refcounts = []         # [{"object", "type", "delta"}]
+        self.garbage = []           # [{"type", "count", "new"}]
+        self.fds = []               # [{"fd", "target"}]
+        self.threads = []           # [{"name", "target", "daemon",
+                                    #   "native_id", "python"}]
+        self.chains = []            # [{"object", "watched_at", "root",
+                                    #   "expression", "path", "unseen_refs"}]
+        self.notes = []             # [str]
+
+    _KEYS = ("leaking", "runs", "objects", "allocations", "refcounts",
+             "garbage", "fds", "threads", "chains", "notes")
+
+    def to_dict(self):
+        """The diagnosis as plain data (str, int, bool, None, lists and
+        dicts), with every key present."""
+        import copy
+        return {key: copy.deepcopy(getattr(self, key)) for key in self._KEYS}
+
+    def __bool__(self):
+        return any(getattr(self, key) for key in self._KEYS[2:])
+
+    def __repr__(self):
+        return f"<Diagnosis of {', '.join(self.leaking) or 'nothing'}>"
+
+    def __str__(self):
+        out = []
+        how = (f"re-running the code {self.runs} time"
+               f"{'' if self.runs == 1 else 's'}" if self.runs
+               else "after the fact")
+        if self.objects:
+            out.append(f"objects that grew ({how}), most first:")
+            width = max(len(entry["type"]) for entry in self.objects)
+            out += [f"  {entry['type']:<{width}}  {entry['delta']:+d}"
+                    for entry in self.objects]
+        if self.allocations:
+            out.append(f"where the surviving new memory was allocated "
+                       f"({how}, tracemalloc), most first:")
+            for entry in self.allocations:
+                out.append(f"  {entry['file']}:{entry['line']}: "
+                           f"{entry['size']:+d} bytes in "
+                           f"{entry['count']:+d} block"
+                           f"{'' if abs(entry['count']) == 1 else 's'}")
+                if entry["source"]:
+                    out.append(f"      {entry['source']}")
+                for frame in entry["traceback"][1:4]:
+                    out.append(f"    called from {frame['file']}:"
+                               f"{frame['line']}")
+        if self.refcounts:
+            out.append(f"objects whose reference count grew ({how}):")
+            out += [f"  {entry['delta']:+d}  {entry['object']}"
+                    for entry in self.refcounts]
+        if self.garbage:
+            out.append("uncollectable objects in gc.garbage, by type:")
+            out += [f"  {entry['type']}: {entry['count']}"
+                    + (f" ({entry['new']} new)" if entry["new"] else "")
+                    for entry in self.garbage]
+        if self.fds:
+            out.append("new file descriptors:" if self.runs else
+                       "file descriptors open now:")
+            out += [f"  {entry['fd']} -> {entry['target']}"
+                    for entry in self.fds]
+        if self.threads:
+            out.append("new threads:" if self.runs else
+                       "threads alive now, besides the main thread:")
+            for entry in self.threads:
+                what = f"  {entry['name']!r}"
+                if entry["target"]:
+                    what += f" running {entry['target']}"
+                what += (f" (native id {entry['native_id']}"
+                         + ("" if entry["python"] else ", not started by "
+                            "Python") + (", daemon" if entry["daemon"]
+                                         else "") + ")")
+                out.append(what)
+        for chain in self.chains:
+            out.append(f"{chain['object']}"
+                       + (f" (watched at {chain['watched_at']})"
+                          if chain["watched_at"] else "")
+                       + " is still alive; kept by:")
+            out.append(f"  {chain['root']}")
+            if chain["expression"]:
+                out.append(f"  path: {chain['expression']}")
+            for step in chain["path"]:
+                out.append(f"    {step['edge']:<24} {step['type']}")
+            if chain["unseen_refs"]:
+                n = chain["unseen_refs"]
+                out.append(f"  and {n} reference{'' if n == 1 else 's'} "
+                           f"that no object the garbage collector sees "
+                           f"holds (C code: a missing Py_DECREF?)")
+        out += [f"note: {note}" for note in self.notes]
+        return "\n".join(out)
+
+
+# ---- re-running ---------------------------------------------------------
+
+def diagnose(run_once, leaking, runs=2):
+    """Explains a leak verdict already reached by re-running `run_once`
+    (a callable without arguments) `runs` times, watched according to the
+    probes in `leaking` (names).  Returns a Diagnosis.  An exception from
+    `run_once` ends the re-runs and becomes a note."""
+    if not callable(run_once):
+        raise TypeError("run_once must be callable")
+    leaking = set(probe_names(leaking, "leaking") if leaking else ())
+    runs = check_count(runs, "runs", 1)
+    diagnosis = Diagnosis(
+        [name for name in PROBE_NAMES if name in leaking], runs)
+    census = bool(leaking & _CENSUS_PROBES)
+    traced = bool(leaking & _ALLOCATOR_PROBES)
+    refs = "refs" in leaking
+
+    with _unfrozen():
+        _settle_and_collect()
+        fds_before = _fds() if "fds" in leaking else None
+        tasks_before = _tasks() if "threads" in leaking else None
+        garbage_before = len(gc.garbage)
+        started = False
+        if traced and not tracemalloc.is_tracing():
+            tracemalloc.start(_TRACE_FRAMES)
+            started = True
+        try:
+            trace_before = tracemalloc.take_snapshot() if traced else None
+            refs_before = _refcount_census() if refs else None
+            types_before = _type_census(()) if census else None
+
+            failure = _run(run_once, runs)
+
+            _settle_and_collect()
+            types_after = (_type_census((id(types_before),)) if census
+                           else None)
+            trace_after = tracemalloc.take_snapshot() if traced else None
+        finally:
+            if started:
+                tracemalloc.stop()
+        if refs:
+            diagnosis.refcounts = _refcount_growth(refs_before)
+            del refs_before
+        if census:
+            diagnosis.objects = _growth(types_before, types_after)
+        if traced:
+            diagnosis.allocations = _allocations(trace_before, trace_after)
+            del trace_before, trace_after
+        if "garbage" in leaking:
+            diagnosis.garbage = _garbage(garbage_before)
+        if "threads" in leaking:
+            diagnosis.threads = _new_threads(tasks_before)
+        if "fds" in leaking:
+            diagnosis.fds = _describe_fds(sorted(_fds() - fds_before))
+    if failure is not None:
+        diagnosis.notes.append(f"re-running the code raised "
+                               f"{type(failure).__name__}: {failure}")
+    _notes(diagnosis, leaking)
+    return diagnosis
+
+
+def _run(run_once, runs):
+    for _ in range(runs):
+        try:
+            run_once()
+        except Exception as exc:
+            return exc
+    return None
+
+
+def _notes(diagnosis, leaking):
+    if "native_bytes" in leaking:
+        diagnosis.notes.append(
+            "native_bytes counts malloc() outside CPython's allocators, which "
+            "tracemalloc cannot see: run under valgrind (the valgrind probe) "
+            "for the allocating stacks")
+    if "refs" in leaking and not (diagnosis.refcounts or diagnosis.objects):
+        diagnosis.notes.append(
+            "refs grew with no object gaining references the collector can "
+            "see: a reference count leak on an object only C code holds")
+
+
+def _settle_and_collect():
+    """What a snapshot does first: settle and collect fully (a snapshot of
+    no probe is exactly that)."""
+    _core.Snapshot(0)
+
+
+class _unfrozen:
+    """gc.freeze() hides objects from gc.get_objects and get_referrers:
+    unfreeze while diagnosing, freeze again afterwards."""
+
+    def __enter__(self):
+        self.frozen = hasattr(gc, "get_freeze_count") and \
+            gc.get_freeze_count() > 0
+        if self.frozen:
+            gc.unfreeze()
+
+    def __exit__(self, *exc):
+        if self.frozen:
+            gc.freeze()
+        return False
+
+
+def type_name(cls):
+    module = getattr(cls, "__module__", None)
+    qualname = getattr(cls, "__qualname__", None) or cls.__name__
+    if module in (None, "builtins"):
+        return qualname
+    return f"{module}.{qualname}"
+
+
+def _type_census(exclude):
+    counts = {}
+    for obj in gc.get_objects():
+        if id(obj) not in exclude:
+            cls = type(obj)
+            counts[cls] = counts.get(cls, 0) + 1
+    return counts
+
+
+def _growth(before, after):
+    grown = [(count - before.get(cls, 0), type_name(cls))
+             for cls, count in after.items() if count > before.get(cls, 0)]
+    grown.sort(key=lambda item: (-item[0], item[1]))
+    return [{"type": name, "delta": delta} for delta, name in grown[:_TOP]]
+
+
+def _refcount_census():
+    """Every object the collector tracks and everything those refer to
+    directly (strings, numbers, ...), with their reference counts.  The
+    list keeps ids from being reused; it adds one reference to every
+    count, the same before and after."""
+    seen, objects = set(), []
+    for obj in gc.get_objects():
+        for o in (obj, *gc.get_referents(obj)):
+            if id(o) not in seen:
+                seen.add(id(o))
+                objects.append(o)
+    del seen
+    return objects, _refcounts(objects)
+
+
+def _refcounts(objects):
+    return [sys.getrefcount(obj) for obj in objects]
+
+
+def _refcount_growth(census):
+    objects, before = census
+    after = _refcounts(objects)
+    frame_type = type(sys._getframe())
+    grown = [(a - b, i) for i, (b, a) in enumerate(zip(before, after))
+             if a > b and not _core.is_immortal(objects[i])
+             and type(objects[i]) is not frame_type]
+    grown.sort(key=lambda item: (-item[0], item[1]))
+    return [{"object": describe(objects[i]),
+             "type": type_name(type(objects[i])), "delta": delta}
+            for delta, i in grown[:_TOP]]
+
+
+def describe(obj, limit=80):
+    """A short, safe description of an object: its type, and its repr when
+    that is short and does not fail."""
+    name = type_name(type(obj))
+    try:
+        text = repr(obj)
+    except Exception:
+        text = ""
+    if text and len(text) <= limit and not text.startswith("<"):
+        return f"{name} {text}"
+    return f"{name} object at {id(obj):#x}"
+
+
+def _allocations(before, after):
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__),
+              tracemalloc.Filter(False, os.path.join(_PACKAGE_DIR, "*"))]
+    before = before.filter_traces(ignore)
+    after = after.filter_traces(ignore)
+    by_line = {}
+    for stat in after.compare_to(before, "traceback"):
+        if stat.count_diff <= 0:
+            continue
+        frame = stat.traceback[-1]      # tracemalloc lists oldest first
+        key = (frame.filename, frame.lineno)
+        entry = by_line.setdefault(key, [0, 0, None, 0])
+        entry[0] += stat.size_diff
+        entry[1] += stat.count_diff
+        if entry[2] is None or stat.size_diff > entry[3]:
+            entry[2], entry[3] = stat.traceback, stat.size_diff
+    ranked = sorted(by_line.items(), key=lambda item: (-item[1][0],
+                                                       -item[1][1]))
+    result = []
+    for (filename, lineno), (size, count, tb, _) in ranked[:_TOP]:
+        result.append({
+            "file": filename, "line": lineno, "size": size, "count": count,
+            "source": linecache.getline(filename, lineno).strip(),
+            "traceback": [{"file": f.filename, "line": f.lineno}
+                          for f in reversed(tb)
+                          if not f.filename.startswith(_PACKAGE_DIR)],
+        })
+    return result
+
+
+def _garbage(before):
+    counts, new = {}, {}
+    for i, obj in enumerate(gc.garbage):
+        name = type_name(type(obj))
+        counts[name] = counts.get(name, 0) + 1
+        if i >= before:
+            new[name] = new.get(name, 0) + 1
+    ranked = sorted(counts, key=lambda name: (-new.get(name, 0),
+                                              -counts[name], name))
+    return [{"type": name, "count": counts[name], "new": new.get(name, 0)}
+            for name in ranked[:_TOP]]
+
+
+def _fds():
+    try:
+        return {int(fd) for fd in os.listdir("/proc/self/fd")}
+    except OSError:
+        return set()
+
+
+def _describe_fds(fds):
+    result = []
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue    # closed meanwhile (listdir's own descriptor)
+        result.append({"fd": fd, "target": target})
+    return result[:_TOP * 3]
+
+
+def _tasks():
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def _new_threads(before):
+    """The threads started since `before` (native ids) that are still
+    alive, after giving them a moment to end."""
+    deadline = time.monotonic() + _THREAD_WAIT
+    while True:
+        new = _tasks() - before
+        if not new or time.monotonic() >= deadline:
+            break
+        time.sleep(0.005)
+    return _describe_threads(sorted(new))
+
+
+def _describe_threads(tids):
+    python = {getattr(t, "native_id", None): t for t in threading.enumerate()}
+    result = []
+    for tid in tids:
+        thread = python.get(tid)
+        if thread is not None:
+            result.append({"name": thread.name,
+                           "target": _thread_target(thread),
+                           "daemon": thread.daemon, "native_id": tid,
+                           "python": True})
+        else:
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue    # ended meanwhile
+            result.append({"name": name, "target": None, "daemon": None,
+                           "native_id": tid, "python": False})
+    return result
+
+
+def _thread_target(thread):
+    target = getattr(thread, "_target", None)
+    if target is not None:
+        return _callable_name(target)
+    if type(thread).run is not threading.Thread.run:
+        return _callable_name(type(thread).run)
+    return None
+
+
+def _callable_name(fn):
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        return describe(fn)
+    return f"{module}.{name}" if module else name
+
+
+# ---- after the fact -----------------------------------------------------
+
+def diagnose_after(leaking, deltas):
+    """What can be told about a leak without running the code again:
+    the types of the newest objects (as many as `objects` grew by), with
+    where they were allocated when tracemalloc is tracing; gc.garbage;
+    the threads alive; the open file descriptors."""
+    leaking = set(leaking)
+    diagnosis = Diagnosis([name for name in PROBE_NAMES if name in leaking])
+    grown = deltas.get("objects", 0)
+    if leaking & _CENSUS_PROBES and grown > 0:
+        with _unfrozen():
+            newest = gc.get_objects(generation=2)[-grown:]
+        counts = {}
+        for obj in newest:
+            cls = type(obj)
+            counts[cls] = counts.get(cls, 0) + 1
+        diagnosis.objects = _growth({}, counts)
+        if tracemalloc.is_tracing():
+            diagnosis.allocations = _object_allocations(newest)
+        del newest
+    if "garbage" in leaking:
+        diagnosis.garbage = _garbage(len(gc.garbage) - deltas.get("garbage",
+                                                                  0))
+    if "threads" in leaking:
+        main = threading.main_thread().native_id
+        diagnosis.threads = _describe_threads(sorted(_tasks() - {main}))
+    if "fds" in leaking:
+        diagnosis.fds = _describe_fds(sorted(_fds()))
+    if leaking & (_CENSUS_PROBES - {"objects"}) and not diagnosis.allocations:
+        diagnosis.notes.append(
+            "for the lines that allocated what survived, run the code again "
+            "under leakcheck.repeat() or with leakcheck.scope() as a "
+            "decorator: a failing check then re-runs it under tracemalloc")
+    _notes(diagnosis, leaking)
+    return diagnosis
+
+
+def _object_allocations(objects):
+    by_line = {}
+    for obj in objects:
+        tb = tracemalloc.get_object_traceback(obj)
+        if tb is None:
+            continue
+        frame = tb[-1]
+        entry = by_line.setdefault((frame.filename, frame.lineno),
+                                   [0, 0, tb])
+        entry[0] += sys.getsizeof(obj, 0)
+        entry[1] += 1
+    ranked = sorted(by_line.items(), key=lambda item: -item[1][1])
+    return [{"file": filename, "line": lineno, "size": size, "count": count,
+             "source": linecache.getline(filename, lineno).strip(),
+             "traceback": [{"file": f.filename, "line": f.lineno}
+                           for f in reversed(tb)]}
+            for (filename, lineno), (size, count, tb) in ranked[:_TOP]]
