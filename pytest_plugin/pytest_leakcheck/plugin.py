@@ -186,8 +186,11 @@ def _probes_dict():
 
 
 def pytest_report_header(config):
+    """The settings, when the session hunts in every test or writes a
+    report; quiet otherwise (the plugin loads in every pytest session)."""
     state = config.stash.get(STATE, None)
-    if state is None:
+    if state is None or not (state.settings.hunt_all
+                             or state.settings.report_path):
         return None
     s = state.settings
     lines = [MSG_HEADER.format(

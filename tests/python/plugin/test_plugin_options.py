@@ -31,13 +31,16 @@ def test_marker_registered_with_its_signature(pytester):
     result.stdout.fnmatch_lines([f"@pytest.mark.{settings.MARKER_LINE[:70]}*"])
 
 
-def test_header_names_the_settings(pytester, clean_source):
+def test_header_names_the_settings_only_when_hunting(pytester,
+                                                     clean_source):
     pytester.makepyfile(clean_source)
     result = pytester.runpytest_subprocess("--leaks", "--leaks-repeat=3")
     probes = ", ".join(p for p in leakcheck.DEFAULT_PROBES)
     result.stdout.fnmatch_lines([plugin.MSG_HEADER.format(
         scope="every test (--leaks)", warmup=settings.DEFAULT_WARMUP,
         repeat=3, probes=probes)])
+    quiet = pytester.runpytest_subprocess()
+    assert "leakcheck:" not in quiet.stdout.str()
 
 
 @pytest.mark.parametrize("where", ["cli", "ini", "none"])
