@@ -38,13 +38,13 @@ MSG_LEAK = "leakcheck: leaked: {details}"
 MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
                     "again ({when}); a checked test must pass every run")
 MSG_ENGINE_ERROR = "leakcheck: could not measure the test: {error}"
-MSG_KNOWN = "leakcheck: known leak (in the baseline {baseline})"
 MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
                "clean, {error} error, {skipped} skipped{known}")
 MSG_REPORT_WRITTEN = "leakcheck: report written to {path}{partial}"
 MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
 MSG_GC_FROZEN = ("leakcheck: objects were frozen (gc.freeze) before the "
-                 "session: every snapshot collects the whole heap")
+                 "first checked test, so leakcheck did not freeze the heap: "
+                 "every snapshot collected all of it (slower, same verdicts)")
 SECTION_KNOWN = "leakcheck: known leak"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
@@ -129,11 +129,9 @@ def pytest_configure(config):
         try:
             baseline = reportmod.load_baseline(session_settings.baseline_path)
         except ValueError as e:
-            where = (settingsmod.WHERE_CLI.format(option="--leaks-baseline")
-                     if session_settings.sources["baseline"] == "command line"
-                     else settingsmod._ini_where(config, "leaks_baseline"))
             raise pytest.UsageError(str(BadValue(
-                where, settingsmod.PROBLEM_BASELINE.format(
+                session_settings.wheres["baseline"],
+                settingsmod.PROBLEM_BASELINE.format(
                     value=session_settings.baseline_path, reason=e)))) \
                 from None
     state = State(config, session_settings, baseline)
@@ -456,6 +454,7 @@ def _hunt(item, nextitem, state):
 
 # ---- results, summary and the report ---------------------------------------
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report, config):
     rec = getattr(report, "leakcheck", None)
     if (rec and report.when == "call" and report.failed
@@ -558,6 +557,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tests=len(recs), s="s" if len(recs) != 1 else "",
         known=f" ({known} known from the baseline)" if known else "",
         **counts))
+    if state.freezer.refused:
+        tr.write_line(MSG_GC_FROZEN)
     if state.report is not None and state.report.written:
         partial = state.report.partial_reasons
         tr.write_line(MSG_REPORT_WRITTEN.format(

@@ -167,9 +167,11 @@ class SessionSettings:
     report_path: object      # str or None
     baseline_path: object    # str or None
     sources: dict            # setting -> "command line" | "ini" | "default"
+    wheres: dict             # setting -> where its value came from, for
+                             # messages (only for those set)
 
 
-def _ini_where(config, key):
+def ini_where(config, key):
     inifile = config.inipath if config.inipath else "the ini file"
     return WHERE_INI.format(key=key, inifile=inifile)
 
@@ -183,7 +185,7 @@ def _raw(config, option, key):
         return value, WHERE_CLI.format(option=option), "command line"
     value = config.getini(key)
     if value not in (None, "", []):
-        return value, _ini_where(config, key), "ini"
+        return value, ini_where(config, key), "ini"
     return None, None, "default"
 
 
@@ -195,6 +197,7 @@ def from_config(config):
     if not hunt_all and config.getini("leaks"):
         hunt_all, sources["leaks"] = True, "ini"
 
+    wheres = {}
     value, where, sources["repeat"] = _raw(config, "--leaks-repeat",
                                            "leaks_repeat")
     repeat = (DEFAULT_REPEAT if value is None
@@ -207,17 +210,17 @@ def from_config(config):
                                            "leaks_probes")
     probes = (tuple(leakcheck.DEFAULT_PROBES) if value is None
               else parse_probes(value, where))
-    report, _, sources["report"] = _raw(config, "--leaks-report",
-                                        "leaks_report")
-    baseline, _, sources["baseline"] = _raw(config, "--leaks-baseline",
-                                            "leaks_baseline")
+    report, wheres["report"], sources["report"] = _raw(
+        config, "--leaks-report", "leaks_report")
+    baseline, wheres["baseline"], sources["baseline"] = _raw(
+        config, "--leaks-baseline", "leaks_baseline")
     return SessionSettings(
         hunt_all=hunt_all,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
                           tolerance=None),
         report_path=_path(config, report, sources["report"]),
         baseline_path=_path(config, baseline, sources["baseline"]),
-        sources=sources)
+        sources=sources, wheres=wheres)
 
 
 def _path(config, value, source):
