@@ -204,10 +204,45 @@ def diagnose(run_once, leaking, runs=2):
 def _run(run_once, runs):
     for _ in range(runs):
         try:
-            run_once()
+            _call(run_once)
         except Exception as exc:
             return exc
     return None
+
+
+def _call(run_once):
+    # The one line every re-run goes through (_CALL_SITE): what run_once
+    # allocates here with no frame of its own is charged to the caller.
+    return run_once()
+
+
+_CALL_SITE = (_call.__code__.co_filename, _call.__code__.co_firstlineno + 3)
+
+
+def _charged_frame(traceback):
+    """The index in `traceback` (oldest frame first) of the frame an
+    allocation is charged to: the innermost one, unless that is
+    leakcheck's.  When leakcheck only called the code under diagnosis
+    (a C function or a class, which have no frame of their own), the
+    charge goes to the innermost frame outside leakcheck: the line that
+    handed the code in.  None for leakcheck's own allocations."""
+    last = len(traceback) - 1
+    frame = traceback[last]
+    if not frame.filename.startswith(_PACKAGE_DIR):
+        return last
+    if (frame.filename, frame.lineno) != _CALL_SITE:
+        return None
+    for i in range(last, -1, -1):
+        if not traceback[i].filename.startswith(_PACKAGE_DIR):
+            return i
+    return None
+
+
+def _outside_frames(traceback, start):
+    """The frames from `start` outwards, leakcheck's left out."""
+    return [{"file": f.filename, "line": f.lineno}
+            for f in reversed(traceback[:start + 1])
+            if not f.filename.startswith(_PACKAGE_DIR)]
 
 
 def _notes(diagnosis, leaking):
@@ -314,33 +349,34 @@ def describe(obj, limit=80):
 
 
 def _allocations(before, after):
-    ignore = [tracemalloc.Filter(False, tracemalloc.__file__),
-              tracemalloc.Filter(False, os.path.join(_PACKAGE_DIR, "*"))]
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
     before = before.filter_traces(ignore)
     after = after.filter_traces(ignore)
     by_line = {}
     for stat in after.compare_to(before, "traceback"):
         if stat.count_diff <= 0:
             continue
-        frame = stat.traceback[-1]      # tracemalloc lists oldest first
-        key = (frame.filename, frame.lineno)
+        tb = stat.traceback                 # tracemalloc lists oldest first
+        i = _charged_frame(tb)
+        if i is None:
+            continue
+        key = (tb[i].filename, tb[i].lineno)
         entry = by_line.setdefault(key, [0, 0, None, 0])
         entry[0] += stat.size_diff
         entry[1] += stat.count_diff
         if entry[2] is None or stat.size_diff > entry[3]:
-            entry[2], entry[3] = stat.traceback, stat.size_diff
+            entry[2], entry[3] = _outside_frames(tb, i), stat.size_diff
+    return _ranked(by_line)
+
+
+def _ranked(by_line):
     ranked = sorted(by_line.items(), key=lambda item: (-item[1][0],
                                                        -item[1][1]))
-    result = []
-    for (filename, lineno), (size, count, tb, _) in ranked[:_TOP]:
-        result.append({
-            "file": filename, "line": lineno, "size": size, "count": count,
-            "source": linecache.getline(filename, lineno).strip(),
-            "traceback": [{"file": f.filename, "line": f.lineno}
-                          for f in reversed(tb)
-                          if not f.filename.startswith(_PACKAGE_DIR)],
-        })
-    return result
+    return [{"file": filename, "line": lineno, "size": size, "count": count,
+             "source": linecache.getline(filename, lineno).strip(),
+             "traceback": frames}
+            for (filename, lineno), (size, count, frames, _) in
+            ranked[:_TOP]]
 
 
 def _garbage(before):
@@ -357,10 +393,20 @@ def _garbage(before):
 
 
 def _fds():
+    """The open descriptors.  Listing /proc/self/fd opens one more, which
+    is closed again once listed: it is left out."""
     try:
-        return {int(fd) for fd in os.listdir("/proc/self/fd")}
+        names = os.listdir("/proc/self/fd")
     except OSError:
         return set()
+    fds = set()
+    for name in names:
+        try:
+            os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        fds.add(int(name))
+    return fds
 
 
 def _describe_fds(fds):
@@ -369,7 +415,7 @@ def _describe_fds(fds):
         try:
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
-            continue    # closed meanwhile (listdir's own descriptor)
+            continue    # closed meanwhile
         result.append({"fd": fd, "target": target})
     return result[:_TOP * 3]
 
@@ -473,16 +519,11 @@ def _object_allocations(objects):
     by_line = {}
     for obj in objects:
         tb = tracemalloc.get_object_traceback(obj)
-        if tb is None:
+        i = _charged_frame(tb) if tb is not None else None
+        if i is None:
             continue
-        frame = tb[-1]
-        entry = by_line.setdefault((frame.filename, frame.lineno),
-                                   [0, 0, tb])
+        entry = by_line.setdefault((tb[i].filename, tb[i].lineno),
+                                   [0, 0, _outside_frames(tb, i), 0])
         entry[0] += sys.getsizeof(obj, 0)
         entry[1] += 1
-    ranked = sorted(by_line.items(), key=lambda item: -item[1][1])
-    return [{"file": filename, "line": lineno, "size": size, "count": count,
-             "source": linecache.getline(filename, lineno).strip(),
-             "traceback": [{"file": f.filename, "line": f.lineno}
-                           for f in reversed(tb)]}
-            for (filename, lineno), (size, count, tb) in ranked[:_TOP]]
+    return _ranked(by_line)

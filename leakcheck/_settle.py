@@ -56,7 +56,6 @@ _CACHE_CLEARS = (
     ("inspect", "_filesbymodname", "clear"),
     ("inspect", "modulesbyfile", "clear"),
     ("inspect", "_shadowed_dict_from_weakref_mro_tuple", "cache_clear"),
-    ("importlib.metadata", "FastPath.__new__", "cache_clear"),
 )
 
 

@@ -230,7 +230,7 @@ class scope:
         def checked(*args, **kwargs):
             each = scope(probes=probes, tolerance=tolerance, name=name)
             each._kind = "call"
-            each._rerun = lambda: func(*args, **kwargs)
+            each._rerun = functools.partial(func, *args, **kwargs)
             if code is not None:
                 each._location = (code.co_filename, code.co_firstlineno)
             with each:
@@ -349,7 +349,8 @@ def repeat(func, *args, warmup=1, repeat=4, probes=None, tolerance=None,
     while series.next():
         func(*args, **kwargs)
     if series.leaked:
-        diagnosis = diagnose(lambda: func(*args, **kwargs), series.leaking)
+        diagnosis = diagnose(functools.partial(func, *args, **kwargs),
+                             series.leaking)
         raise LeakError(series.report(diagnosis), diagnosis)
     return series
 

@@ -1,0 +1,92 @@
+"""Fixtures of the leakcheck package's tests.
+
+``leaky`` is tests/python/leakylib/leakylib.c, an extension that leaks on
+purpose (a leak_* function and a clean_* twin per probe).  It is compiled
+once per source and interpreter into a cache directory under the system
+temporary directory, straight with the C compiler CPython was built with,
+and imported from there.  pytest-xdist workers may build at once: each
+compiles to a private name and renames it into place.
+"""
+
+import gc
+import hashlib
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+import pytest
+
+import leakcheck
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LEAKYLIB = os.path.join(os.path.dirname(HERE), "leakylib", "leakylib.c")
+
+RELEASE_BUILD = not hasattr(sys, "gettotalrefcount")
+
+
+def build_leakylib():
+    """The path of the compiled leakylib for this interpreter."""
+    with open(LEAKYLIB, "rb") as f:
+        digest = hashlib.sha256(f.read() + sys.version.encode()
+                                + sys.executable.encode()).hexdigest()
+    tag = sysconfig.get_config_var("SOABI") or sys.implementation.cache_tag
+    out_dir = os.path.join(tempfile.gettempdir(),
+                           f"leakcheck-tests-{os.getuid()}", tag, digest[:16])
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir,
+                       "leakylib" + sysconfig.get_config_var("EXT_SUFFIX"))
+    if os.path.exists(out):
+        return out
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    paths = sysconfig.get_paths()
+    tmp = f"{out}.{os.getpid()}.tmp"
+    cmd = [*cc, "-shared", "-fPIC", "-O1", "-g", "-Wall", "-pthread",
+           f"-I{paths['include']}", f"-I{paths['platinclude']}",
+           LEAKYLIB, "-o", tmp]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cannot build leakylib:\n$ {shlex.join(cmd)}\n"
+                    f"{proc.stdout}", pytrace=False)
+    os.replace(tmp, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def leaky():
+    """The leakylib module."""
+    if "leakylib" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("leakylib",
+                                                      build_leakylib())
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["leakylib"] = module
+    module = sys.modules["leakylib"]
+    yield module
+    module.release_kept()
+
+
+@pytest.fixture
+def garbage_cleanup():
+    """Empties gc.garbage of leakylib's uncollectable cycles afterwards."""
+    yield
+    leakylib = sys.modules.get("leakylib")
+    if leakylib is not None:
+        for obj in list(gc.garbage):
+            if isinstance(obj, leakylib.Legacy):
+                obj.unlink()
+        gc.garbage[:] = [o for o in gc.garbage
+                         if not isinstance(o, leakylib.Legacy)]
+    gc.collect()
+
+
+@pytest.fixture
+def python_probes():
+    """The Python probes readable here (refs only on debug builds)."""
+    return [p.name for p in leakcheck.probes()
+            if p.available and p.name in ("refs", "blocks", "py_bytes",
+                                          "py_allocs", "objects", "garbage")]

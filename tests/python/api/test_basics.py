@@ -1,0 +1,184 @@
+"""Probes, snapshots, and the errors bad arguments get."""
+
+import collections.abc
+import json
+
+import pytest
+
+import leakcheck
+from conftest import RELEASE_BUILD
+
+PYTHON_PROBES = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
+                 "garbage")
+
+
+def test_every_exported_name_exists():
+    for name in leakcheck.__all__:
+        assert hasattr(leakcheck, name), name
+    assert set(leakcheck.__all__) >= {
+        "snapshot", "scope", "refcounts", "watch", "assert_finalized",
+        "assert_no_garbage", "repeat", "probes", "LeakError", "Series",
+        "diagnose", "Diagnosis", "ProbeInfo", "PROBE_NAMES",
+        "DEFAULT_PROBES", "Snapshot"}
+
+
+def test_probes_lists_every_probe_and_why_one_is_missing():
+    infos = leakcheck.probes()
+    assert [p.name for p in infos] == list(leakcheck.PROBE_NAMES)
+    by_name = {p.name: p for p in infos}
+    for p in infos:
+        assert isinstance(p, leakcheck.ProbeInfo)
+        assert p.available == (p.reason is None), p
+        assert p.unit and p.doc
+        assert p.tolerance >= 0 and p.threshold >= 1
+    for name in ("blocks", "py_bytes", "py_allocs", "objects", "garbage",
+                 "fds", "threads"):
+        assert by_name[name].available, by_name[name]
+    if RELEASE_BUILD:
+        assert not by_name["refs"].available
+        assert "debug build" in by_name["refs"].reason
+    else:
+        assert by_name["refs"].available
+    assert not by_name["valgrind"].available
+    assert by_name["valgrind"].reason
+
+
+def test_default_probes_are_every_python_probe_plus_fds_and_threads():
+    assert set(leakcheck.DEFAULT_PROBES) <= set(leakcheck.PROBE_NAMES)
+    assert set(leakcheck.DEFAULT_PROBES) >= set(PYTHON_PROBES) | {"fds",
+                                                                 "threads"}
+
+
+def test_a_snapshot_is_a_read_only_mapping_of_the_readable_probes():
+    snap = leakcheck.snapshot()
+    readable = {p.name for p in leakcheck.probes() if p.available}
+    assert isinstance(snap, collections.abc.Mapping)
+    assert isinstance(snap, leakcheck.Snapshot)
+    assert set(snap) == set(leakcheck.DEFAULT_PROBES) & readable
+    assert len(snap) == len(set(snap))
+    assert "blocks" in snap and "valgrind" not in snap and 3 not in snap
+    assert isinstance(snap["blocks"], int) and snap["blocks"] > 0
+    assert snap.get("valgrind") is None and snap.get("valgrind", -1) == -1
+    assert dict(snap) == dict(snap.items())
+    assert list(snap.keys()) == list(snap)
+    assert list(snap.values()) == [snap[k] for k in snap]
+    assert snap == snap and json.dumps(dict(snap))
+    with pytest.raises(KeyError):
+        snap["valgrind"]
+    with pytest.raises(TypeError):
+        snap["blocks"] = 1
+    assert repr(snap).startswith("Snapshot({")
+
+
+def test_probes_given_as_a_string_or_a_sequence():
+    assert set(leakcheck.snapshot("blocks, objects")) == {"blocks",
+                                                          "objects"}
+    assert set(leakcheck.snapshot(["fds"])) == {"fds"}
+    assert set(leakcheck.snapshot(("threads", "fds"))) == {"fds", "threads"}
+
+
+def test_two_snapshots_back_to_back_differ_by_nothing():
+    """A snapshot does not count itself: the second one's object is alive
+    at its own reading and not at the first one's."""
+    probes = [p.name for p in leakcheck.probes() if p.available]
+    leakcheck.snapshot(probes)
+    for _ in range(20):
+        a = leakcheck.snapshot(probes)
+        b = leakcheck.snapshot(probes)
+        assert set(b - a) == set(probes)
+        assert all(v == 0 for v in (b - a).values()), b - a
+
+
+def test_snapshots_see_each_allocator(leaky):
+    probes = ["blocks", "py_bytes", "py_allocs", "native_bytes"]
+    a = leakcheck.snapshot(probes)
+    leaky.leak_pymem(64)           # a pymalloc block
+    b = leakcheck.snapshot(probes)
+    leaky.leak_pymem(10000)        # over pymalloc's limit: a raw block
+    c = leakcheck.snapshot(probes)
+    leaky.leak_rawmem(300)         # the raw domain
+    d = leakcheck.snapshot(probes)
+    leaky.leak_native(1 << 20)     # malloc, outside CPython
+    e = leakcheck.snapshot(probes)
+    assert (b - a)["blocks"] == 1 and (b - a)["py_allocs"] == 1
+    assert (b - a)["py_bytes"] == 0
+    assert (c - b)["blocks"] == 1 and (c - b)["py_allocs"] == 1
+    assert (c - b)["py_bytes"] == 10000
+    assert (d - c)["py_allocs"] == 1 and (d - c)["py_bytes"] == 300
+    assert (d - c)["blocks"] == 0
+    assert (e - d)["native_bytes"] >= 1 << 20
+    assert (e - d)["py_allocs"] == 0 and (e - d)["blocks"] == 0
+
+
+def test_snapshot_difference_needs_two_snapshots():
+    with pytest.raises(TypeError):
+        leakcheck.snapshot() - {"blocks": 1}
+
+
+@pytest.mark.parametrize("call", [
+    lambda: leakcheck.snapshot(["blocks", "nope"]),
+    lambda: leakcheck.scope(probes="blocks,nope"),
+    lambda: leakcheck.Series(probes=["nope"]),
+    lambda: leakcheck.repeat(lambda: None, probes=["nope"]),
+    lambda: leakcheck.scope(tolerance={"nope": 1}),
+    lambda: leakcheck.Series(tolerance={"nope": 1}),
+    lambda: leakcheck.diagnose(lambda: None, ["nope"]),
+], ids=["snapshot", "scope", "Series", "repeat", "scope-tolerance",
+        "Series-tolerance", "diagnose"])
+def test_an_unknown_probe_name_lists_the_valid_ones(call):
+    with pytest.raises(ValueError) as info:
+        call()
+    message = str(info.value)
+    assert "'nope'" in message
+    for name in leakcheck.PROBE_NAMES:
+        assert name in message
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda: leakcheck.scope(tolerance=-1), "tolerance"),
+    (lambda: leakcheck.scope(tolerance={"blocks": -2}), "tolerance['blocks']"),
+    (lambda: leakcheck.Series(tolerance=-1), "tolerance"),
+    (lambda: leakcheck.repeat(lambda: None, tolerance=-5), "tolerance"),
+    (lambda: leakcheck.Series(repeat=0), "repeat"),
+    (lambda: leakcheck.Series(repeat=-1), "repeat"),
+    (lambda: leakcheck.Series(warmup=-1), "warmup"),
+    (lambda: leakcheck.repeat(lambda: None, repeat=-3), "repeat"),
+    (lambda: leakcheck.repeat(lambda: None, warmup=-1), "warmup"),
+    (lambda: leakcheck.diagnose(lambda: None, ["blocks"], runs=0), "runs"),
+])
+def test_a_negative_count_is_refused_with_the_arguments_name(call, argument):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value).startswith(argument + " must be >= ")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: leakcheck.Series(repeat="4"),
+    lambda: leakcheck.Series(warmup=1.5),
+    lambda: leakcheck.scope(tolerance=True),
+    lambda: leakcheck.snapshot(3),
+    lambda: leakcheck.snapshot([3]),
+    lambda: leakcheck.repeat(42),
+])
+def test_a_value_of_the_wrong_type_is_a_type_error(call):
+    with pytest.raises(TypeError):
+        call()
+
+
+def test_probes_none_of_which_can_be_read_here_are_refused():
+    with pytest.raises(ValueError, match="none of the probes .* valgrind"):
+        leakcheck.scope(probes="valgrind")
+
+
+@pytest.mark.skipif(not RELEASE_BUILD, reason="refs is readable here")
+def test_refs_on_a_release_build_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="refs: needs a debug build"):
+        leakcheck.Series(probes=["refs"])
+
+
+def test_unreadable_probes_are_named_in_reports(leaky):
+    with pytest.raises(leakcheck.LeakError) as info:
+        with leakcheck.scope(probes=["blocks", "valgrind"]):
+            leaky.leak_pymem(64)
+    assert "not read here: valgrind (not running under valgrind)" in \
+        info.value.report

@@ -1,0 +1,135 @@
+"""Series (the stepping interface) and repeat(), over every probe."""
+
+import pytest
+
+import leakcheck
+from leaks import IDS, LEAKS
+
+
+def run_series(body, **kwargs):
+    series = leakcheck.Series(**kwargs)
+    calls = 0
+    while series.next():
+        body()
+        calls += 1
+    return series, calls
+
+
+@pytest.mark.parametrize("case", LEAKS, ids=IDS)
+def test_a_leak_grows_in_every_run(case, leaky, garbage_cleanup):
+    series, calls = run_series(lambda: case.leak(leaky), warmup=1, repeat=3,
+                               probes=[case.probe])
+    assert series.done and series.leaked is True
+    assert series.leaking == [case.probe]
+    assert series.runs == 3 and calls == 1 + 3
+    assert series.warmup == 1 and series.repeat == 3
+    assert series.probes == [case.probe]
+    assert len(series.deltas[case.probe]) == 3
+    assert min(series.deltas[case.probe]) >= series.thresholds[case.probe]
+    report = series.report()
+    assert report.startswith(f"leakcheck: series 'series' leaked (at {__file__}:")
+    assert f"{case.probe:<12} grew in every run:" in report
+
+
+@pytest.mark.parametrize("case", LEAKS, ids=IDS)
+def test_a_clean_twin_stops_after_one_measured_run(case, leaky):
+    for _ in range(5):
+        series, calls = run_series(lambda: case.clean(leaky), warmup=1,
+                                   repeat=4, probes=[case.probe])
+        assert series.leaked is False, series.report()
+        assert series.leaking == []
+        if case.probe != "native_bytes":    # glibc's heap is noisy
+            assert series.runs == 1 and calls == 2  # warmup + 1 measured
+
+
+def test_next_keeps_returning_false_once_done():
+    series, _ = run_series(lambda: None, warmup=0, repeat=2, probes="objects")
+    assert series.next() is False and series.next() is False
+    assert series.runs == 1
+
+
+def test_warmup_zero_measures_from_the_first_run(leaky):
+    series, calls = run_series(lambda: leaky.leak_pymem(64), warmup=0,
+                               repeat=2, probes="blocks")
+    assert calls == 2 and series.deltas == {"blocks": [1, 1]}
+    assert series.thresholds == {"blocks": 1}
+
+
+def test_tolerance_sets_the_threshold_one_above(leaky):
+    def two_blocks():
+        leaky.leak_pymem(64)
+        leaky.leak_pymem(64)
+
+    series, _ = run_series(two_blocks, repeat=3, probes="blocks",
+                           tolerance=2)
+    assert series.thresholds == {"blocks": 3} and not series.leaked
+    series, _ = run_series(two_blocks, repeat=3, probes="blocks",
+                           tolerance={"blocks": 1})
+    assert series.thresholds == {"blocks": 2} and series.leaked
+    assert series.deltas == {"blocks": [2, 2, 2]}
+
+
+def test_growth_in_some_runs_only_is_not_a_leak(leaky):
+    runs = []
+
+    def sometimes():
+        runs.append(None)
+        if len(runs) % 2:
+            leaky.leak_pymem(64)
+
+    series, _ = run_series(sometimes, warmup=0, repeat=4, probes="blocks")
+    assert not series.leaked and series.deltas["blocks"][-1] == 0
+
+
+def test_the_report_appends_a_diagnosis(leaky):
+    series, _ = run_series(lambda: leaky.leak_new_list(2), repeat=2,
+                           probes="objects", name="lists")
+    diagnosis = leakcheck.diagnose(lambda: leaky.leak_new_list(2),
+                                   series.leaking)
+    report = series.report(diagnosis)
+    assert report.startswith("leakcheck: series 'lists' leaked")
+    assert "objects that grew (re-running the code 2 times)" in report
+    assert repr(series) == "<leakcheck.Series 'lists' leaked: objects, 2 runs>"
+
+
+@pytest.mark.parametrize("case", LEAKS, ids=IDS)
+def test_repeat_raises_with_the_report_and_a_diagnosis(case, leaky,
+                                                        garbage_cleanup):
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(case.leak, leaky, repeat=3, probes=[case.probe])
+    error = info.value
+    name = case.leak.__qualname__
+    assert f"series '{name}' leaked (at {__file__}:" in error.report
+    assert error.diagnosis.leaking == [case.probe]
+    assert error.diagnosis.runs == 2
+
+
+@pytest.mark.parametrize("case", LEAKS, ids=IDS)
+def test_repeat_returns_the_finished_series_when_clean(case, leaky):
+    series = leakcheck.repeat(case.clean, leaky, probes=[case.probe])
+    assert isinstance(series, leakcheck.Series)
+    assert series.done and not series.leaked
+    assert series.runs == 1 or case.probe == "native_bytes"
+
+
+def test_repeat_passes_arguments_and_uses_default_probes(leaky):
+    seen = [None, 0]                    # (last arguments, calls): no growth
+
+    def work(a, b, *, c):
+        seen[:] = [(a, b, c), seen[1] + 1]
+        leaky.clean_pymem(a)
+
+    series = leakcheck.repeat(work, 64, 2, c=3, warmup=2, repeat=5)
+    assert seen == [(64, 2, 3), 3]
+    readable = {p.name for p in leakcheck.probes() if p.available}
+    assert set(series.probes) == set(leakcheck.DEFAULT_PROBES) & readable
+    assert series.name == "test_repeat_passes_arguments_and_uses_default_" \
+                          "probes.<locals>.work"
+
+
+def test_an_exception_from_the_code_propagates():
+    def boom():
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        leakcheck.repeat(boom)
