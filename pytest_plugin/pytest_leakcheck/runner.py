@@ -17,6 +17,7 @@ growth is measured:
   by then, and one accumulates per run);
 - a doctest's globals, which the doctest runner clears after each run, are
   put back before the next;
+- the tmp_path directory of an extra run is removed after it;
 - CPython's type attribute cache is cleared after each run: it keeps a
   reference to the name of every attribute looked up on a type, and the
   harness looks attributes up by names it builds afresh each run
@@ -26,6 +27,9 @@ growth is measured:
 
 import bdb
 import functools
+import pathlib
+import re
+import shutil
 import sys
 import warnings
 
@@ -34,6 +38,10 @@ import pytest
 # sys._clear_internal_caches from 3.13 on, which also clears the JIT's.
 _clear_type_cache = (getattr(sys, "_clear_internal_caches", None)
                      or sys._clear_type_cache)
+
+# A numbered tmp_path name.  Compiled here: re's own cache is cleared by
+# every snapshot, and compiling again each run would allocate.
+_NUMBERED = re.compile(r"(.*?)(\d+)")
 
 _HOOKS = {
     "setup": "pytest_runtest_setup",
@@ -123,20 +131,24 @@ class ItemRunner:
         chain = self.item.listchain()[:-1]
         return nextitem is None or nextitem.listchain()[:len(chain)] != chain
 
-    def _protocol(self, interact, hunt=True):
+    def _protocol(self, interact, extra):
         """setup, call (when setup passed), teardown: a copy of pytest's
-        runtestprotocol(log=False).  The teardown tears down the item alone
-        when `hunt` is true and the run passed, so that the next run finds
-        wider fixtures set up; else it tears down for the next item."""
+        runtestprotocol(log=False).  When the run passed, the teardown tears
+        down the item alone, so that the next run finds wider fixtures set
+        up; else it tears down for the next item.  An extra run removes the
+        tmp_path it was given."""
         item = self.item
         hasrequest = hasattr(item, "_request")
         if hasrequest and not item._request:
             item._initrequest()
+        tmp = None
         try:
             reports = [call_and_report(item, "setup", interact)]
             if reports[0].passed:
+                if extra:
+                    tmp = self._tmp_path()
                 reports.append(call_and_report(item, "call", interact))
-            keep = hunt and outcome_of(reports) == "passed"
+            keep = outcome_of(reports) == "passed"
             target = self._parent if keep else self._next_for_teardown()
             reports.append(call_and_report(item, "teardown", interact,
                                            nextitem=target))
@@ -145,13 +157,46 @@ class ItemRunner:
             if hasrequest:
                 item._request = False
                 item.funcargs = None
+            if tmp is not None:
+                self._recycle(tmp)
         return reports
+
+    def _tmp_path(self):
+        """The tmp_path this run of the item got, when pytest made it.
+
+        An extra run's directory is removed after it and its numbered name
+        given to the next run: each new name would stay in memory for good
+        on CPython 3.12, where pathlib interns path parts and interned
+        strings are immortal.  The reported run's own directory stays."""
+        funcargs = getattr(self.item, "funcargs", None)
+        tmp = funcargs.get("tmp_path") if isinstance(funcargs, dict) else None
+        factory = getattr(self.item.config, "_tmp_path_factory", None)
+        if not isinstance(tmp, pathlib.Path) or factory is None:
+            return None
+        try:
+            base = factory.getbasetemp()
+        except Exception:
+            return None
+        return tmp if base in tmp.parents else None
+
+    def _recycle(self, tmp):
+        """Removes an extra run's tmp_path and lets the next run have the
+        same name: pytest 9 numbers them with a counter per name (older
+        versions take the highest number on disk, plus one)."""
+        shutil.rmtree(tmp, ignore_errors=True)
+        factory = getattr(self.item.config, "_tmp_path_factory", None)
+        counters = getattr(factory, "_next_number", None)
+        match = _NUMBERED.fullmatch(tmp.name)
+        if isinstance(counters, dict) and match:
+            key, number = match.group(1).lower(), int(match.group(2))
+            if counters.get(key) == number + 1:
+                counters[key] = number
 
     def run_reported(self):
         """The test's own run, whose reports pytest will log; remembers
         what later runs must not grow.  When the run did not pass it is
         torn down for the next item, as pytest would."""
-        reports = self._protocol(interact=True)
+        reports = self._protocol(interact=True, extra=False)
         item = self.item
         self._sections = len(item._report_sections)
         self._properties = len(item.user_properties)
@@ -173,7 +218,7 @@ class ItemRunner:
             self.item.dtest.globs.update(self._globs)
         try:
             with warnings.catch_warnings(record=True):
-                reports = self._protocol(interact=False)
+                reports = self._protocol(interact=False, extra=True)
         finally:
             self._put_back()
         for rep in reports:
