@@ -42,9 +42,9 @@ MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
                "clean, {error} error, {skipped} skipped{known}")
 MSG_REPORT_WRITTEN = "leakcheck: report written to {path}{partial}"
 MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
-MSG_GC_FROZEN = ("leakcheck: objects were frozen (gc.freeze) before the "
-                 "first checked test, so leakcheck did not freeze the heap: "
-                 "every snapshot collected all of it (slower, same verdicts)")
+MSG_GC_FROZEN = ("leakcheck: code in this session froze objects (gc.freeze), "
+                 "so leakcheck did not freeze the heap: every snapshot "
+                 "collected all of it (slower, same verdicts)")
 SECTION_KNOWN = "leakcheck: known leak"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
@@ -57,10 +57,16 @@ class _GcFreezer:
     snapshots make, so that settling costs what the test created, not what
     the process holds: gc.collect() then gc.freeze() before each checked
     test.  Undone (gc.unfreeze()) before a test that is not checked and at
-    the end of the session.  Left alone when something else froze objects
-    first, since unfreezing would undo that too."""
+    the end of the session.
 
-    def __init__(self):
+    gc.unfreeze() releases everything frozen, also what was frozen before
+    the session began (CPython 3.12 starts with a few hundred immortal
+    tuples there, which no collection can free).  What code running in the
+    session froze itself is not ours to release: when the frozen count grew
+    after `baseline` was read, the freezer stays out of the way."""
+
+    def __init__(self, baseline):
+        self.baseline = baseline
         self.ours = False
         self.refused = False
 
@@ -68,7 +74,7 @@ class _GcFreezer:
         if self.refused:
             return
         if not self.ours:
-            if gc.get_freeze_count() > 0:
+            if gc.get_freeze_count() > self.baseline:
                 self.refused = True
                 return
             self.ours = True
@@ -79,6 +85,7 @@ class _GcFreezer:
         if self.ours:
             gc.unfreeze()
             self.ours = False
+            self.baseline = gc.get_freeze_count()
 
 
 class State:
@@ -92,7 +99,7 @@ class State:
         self.worker_id = workerinput.get("workerid") if workerinput else None
         self.report = None                # reportmod.Report, in the writer
         self.records = {}                 # test id -> record, for the summary
-        self.freezer = _GcFreezer()
+        self.freezer = _GcFreezer(gc.get_freeze_count())
 
     def add(self, rec):
         self.records[rec["id"]] = rec

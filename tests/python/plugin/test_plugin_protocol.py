@@ -309,3 +309,30 @@ def test_leaks():
             details="*objects +1 +1 +1 +1*"),
     ])
     assert result.ret == 1
+
+
+def test_heap_frozen_by_the_session_is_left_alone(pytester):
+    pytester.makeconftest('''
+import gc
+
+def pytest_collection_finish(session):
+    gc.freeze()             # e.g. before forking workers of its own
+''')
+    pytester.makepyfile(test_frozen='''
+import gc
+
+_KEPT = []
+
+def test_leaks():
+    _KEPT.append([])
+
+def test_clean():
+    pass
+
+def test_still_frozen():
+    assert gc.get_freeze_count() > 0
+''')
+    result = pytester.runpytest_subprocess("--leaks")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["LEAKED test_frozen.py::test_leaks*",
+                                 plugin.MSG_GC_FROZEN])
