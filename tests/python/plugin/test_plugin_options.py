@@ -144,8 +144,8 @@ def test_baseline_known_leaks_do_not_fail(pytester, read_report, where,
                                           leaky_source, clean_source):
     pytester.makepyfile(test_leaky=leaky_source, test_clean=clean_source)
     baseline = {"schema": "leakcheck-baseline/1",
-                "leaks": {"test_leaky.py::test_leaky": ["blocks", "objects",
-                                                       "py_allocs"]}}
+                "leaks": {"test_leaky.py::test_leaky": [
+                    "refs", "blocks", "objects", "py_allocs", "py_bytes"]}}
     pytester.makefile(".json", known=json.dumps(baseline))
     if where == "cli":
         args = ["--leaks-baseline=known.json"]
