@@ -117,6 +117,7 @@ class State:
 
 STATE = pytest.StashKey[State]()
 BAD_SETTINGS = pytest.StashKey[str]()     # on an item: why it cannot run
+OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
 
 
 # ---- registration -------------------------------------------------------
@@ -127,6 +128,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", settingsmod.MARKER_LINE)
+    config.addinivalue_line("markers", settingsmod.OPT_OUT_LINE)
     try:
         session_settings = settingsmod.from_config(config)
     except BadValue as e:
@@ -276,6 +278,12 @@ def pytest_runtest_protocol(item, nextitem):
         if state is not None:
             state.freezer.end()
         return None
+    opted_out = settingsmod.opt_out_reason(item)
+    if opted_out is not None:
+        # pytest runs it; the record rides on its call report.
+        state.freezer.end()
+        item.stash[OPTED_OUT] = opted_out
+        return None
     reports = _hunt(item, nextitem, state)
     if reports is None:
         return None
@@ -284,6 +292,20 @@ def pytest_runtest_protocol(item, nextitem):
         ihook.pytest_runtest_logreport(report=rep)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    reason = item.stash.get(OPTED_OUT, None)
+    if reason is not None and (report.when == "call" or (
+            report.when == "setup" and not report.passed)):
+        state = item.config.stash[STATE]
+        settings = state.settings.defaults
+        report.leakcheck = _record(
+            item, state, settings, "skipped", outcome_of([report]),
+            reason=f"not checked: {reason}")
 
 
 @pytest.hookimpl(tryfirst=True)

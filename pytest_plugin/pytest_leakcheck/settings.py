@@ -26,6 +26,23 @@ MARKER_LINE = (
     "set; tolerance: growth per run that is not a leak, an int for every "
     "probe or a {probe: int} dict.")
 
+OPT_OUT = "leaky"
+OPT_OUT_LINE = (
+    f"{OPT_OUT}(reason=None): the test leaks on purpose (it exercises a "
+    "leak detector, fills a cache for good, ...): neither --leaks nor "
+    "noleak hunts in it; the report lists it as skipped, with the reason.")
+
+
+def opt_out_reason(item):
+    """Why `item` is not to be hunted (its leaky marker), or None."""
+    marker = item.get_closest_marker(OPT_OUT)
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason", marker.args[0] if marker.args
+                               else None)
+    return "marked leaky" + (f": {reason}" if reason else "")
+
+
 HELP_LEAKS = ("hunt for leaks in every test: run each test again and fail it "
               "when a probe grows in every measured run")
 HELP_REPEAT = (f"measured runs per test at most (default {DEFAULT_REPEAT}); "

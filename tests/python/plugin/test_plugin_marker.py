@@ -169,3 +169,39 @@ def test_leakcheck_fixture(pytester):
     pytester.makepyfile(FIXTURE)
     result = pytester.runpytest_subprocess("--leaks-probes=objects")
     result.assert_outcomes(passed=3)
+
+
+OPT_OUT = '''
+import pytest
+
+_KEPT = []
+
+@pytest.mark.leaky(reason="keeps what it makes, by design")
+def test_on_purpose():
+    _KEPT.append([])
+    with open("runs.log", "a") as f:
+        f.write("on-purpose\\n")
+
+@pytest.mark.leaky
+@pytest.mark.noleak
+def test_opt_out_wins():
+    _KEPT.append([])
+
+def test_hunted():
+    _KEPT.append([])
+'''
+
+
+def test_leaky_marker_opts_out(pytester, read_report, runs_log):
+    pytester.makepyfile(test_opt=OPT_OUT)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    assert runs_log() == ["on-purpose"]           # ran once, as pytest would
+    _, recs = read_report()
+    assert recs["test_opt.py::test_on_purpose"]["verdict"] == "skipped"
+    assert recs["test_opt.py::test_on_purpose"]["reason"] == (
+        "not checked: marked leaky: keeps what it makes, by design")
+    assert recs["test_opt.py::test_opt_out_wins"]["verdict"] == "skipped"
+    assert recs["test_opt.py::test_hunted"]["verdict"] == "leak"
+    markers = pytester.runpytest_subprocess("--markers")
+    markers.stdout.fnmatch_lines([f"@pytest.mark.{settings.OPT_OUT_LINE}"])
