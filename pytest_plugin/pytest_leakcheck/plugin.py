@@ -2,6 +2,7 @@
 (no -p needed).
 
     @pytest.mark.noleak(repeat=4, warmup=1, probes=None, tolerance=None)
+    @pytest.mark.leaky(reason=None)      # leaks on purpose: never hunted
     pytest --leaks [--leaks-repeat N] [--leaks-warmup N] [--leaks-probes P]
                    [--leaks-report PATH] [--leaks-baseline PATH]
 

@@ -8,8 +8,10 @@ teardown, through the hooks, so every plugin and fixture takes part) and
 puts back what pytest's bookkeeping added, so that only the test's own
 growth is measured:
 
-- every teardown but the last tears down the item alone, so module-,
-  class- and session-scoped fixtures are set up once, in the reported run;
+- a run that passed tears down the item alone, so module-, class- and
+  session-scoped fixtures are set up once, in the reported run, and stay
+  up; when the item is the last of their scope, one more whole run
+  (unreported but for its teardown) tears them down for the next item;
 - output captured by pytest, user properties and warnings of the extra runs
   are dropped (the reported run keeps its own);
 - finalizers that function-scoped fixtures register on the shared fixtures
