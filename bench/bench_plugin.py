@@ -16,6 +16,7 @@ measured runs per test.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -94,8 +95,8 @@ def run(directory, args):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            *args, directory]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, cwd=directory)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, cwd=directory)
     wall = time.perf_counter() - start
     found = SESSION_TIME.findall(proc.stdout)
     if proc.returncode != 0 or not found:
@@ -142,13 +143,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="leakcheck-bench-") as d:
         tests = generate(d, args.tests)
-        print(f"python {sys.version.split()[0]}, "
-              f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+        command = " ".join([os.path.basename(sys.executable), *sys.argv])
+        print(f"python {sys.version.split()[0]}, command: {command}")
         compare("serial", d, [], args.rounds, tests)
         if not args.no_xdist:
-            try:
-                import xdist  # noqa: F401
-            except ImportError:
+            if importlib.util.find_spec("xdist") is None:
                 print("-n 2: pytest-xdist is not installed")
             else:
                 compare("-n 2", d, ["-n", "2"], args.rounds, tests)

@@ -64,7 +64,8 @@ def _check_tests(data, path, what):
         raise UnusableInput(f"{what} {path} has no \"tests\" list")
     for i, t in enumerate(tests):
         if not isinstance(t, dict) or not isinstance(t.get("id"), str):
-            raise UnusableInput(f"{what} {path}: tests[{i}] has no string \"id\"")
+            raise UnusableInput(
+                f"{what} {path}: tests[{i}] has no string \"id\"")
         if t.get("verdict") not in VERDICTS:
             raise UnusableInput(
                 f"{what} {path}: tests[{i}] ({t['id']}) has verdict "

@@ -2,7 +2,6 @@
 fixture."""
 
 import leakcheck
-import pytest
 
 from pytest_leakcheck import settings
 

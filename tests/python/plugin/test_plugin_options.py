@@ -115,8 +115,8 @@ def test_probes_option_and_ini(pytester, read_report, where):
         seeing = ["--leaks-probes", "fds,blocks"]
     pytester.runpytest_subprocess("--leaks", "--leaks-report=blind.json",
                                   *blind).assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=see.json",
-                                           *seeing)
+    result = pytester.runpytest_subprocess("--leaks",
+                                           "--leaks-report=see.json", *seeing)
     result.assert_outcomes(failed=1)
     test_id = "test_probes_option_and_ini.py::test_fd_leak"
     assert read_report("blind.json")[1][test_id]["verdict"] == "clean"

@@ -220,7 +220,8 @@ def test_real_outcomes_stand(pytester, read_report, runs_log):
         "FAILED test_outcomes.py::test_fails - AssertionError: real-failure*",
     ])
     result.stdout.fnmatch_lines(["LEAKED test_outcomes.py::test_leaks*"])
-    result.stdout.fnmatch_lines(["FAILED test_outcomes.py::test_xpass_strict*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED test_outcomes.py::test_xpass_strict*"])
     result.stdout.fnmatch_lines(["*" + plugin.MSG_RERUN_FAILED.format(
         outcome="failed", when="call") + "*"])
     assert "LEAKED test_outcomes.py::test_fails" not in result.stdout.str()
