@@ -175,9 +175,9 @@ def new_leaks(report, known):
     return out
 
 
-def judge(report, known, out=sys.stdout):
-    """Prints the verdict of `report` against `known` and returns the exit
-    status: EXIT_NEW_LEAKS when something new leaks, else EXIT_OK."""
+def verdict(report, known):
+    """(exit status, lines to print) of `report` judged against `known`:
+    EXIT_NEW_LEAKS when something new leaks, else EXIT_OK."""
     tests = report["tests"]
     leaks = leaks_of(report)
     fresh = new_leaks(report, known)
@@ -186,28 +186,45 @@ def judge(report, known, out=sys.stdout):
         counts[t["verdict"]] += 1
     checked = (f"{len(tests)} test{'s' if len(tests) != 1 else ''} checked: "
                + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+    lines = []
     if report.get("partial"):
-        print("leakcheck gate: note: the report is partial (the run did not "
-              "finish); only the tests it holds were judged", file=out)
+        lines.append("leakcheck gate: note: the report is partial (the run "
+                     "did not finish); only the tests it holds were judged")
     if fresh:
-        print(f"leakcheck gate: {len(fresh)} new leak"
-              f"{'s' if len(fresh) != 1 else ''} ({checked}):", file=out)
+        lines.append(f"leakcheck gate: {len(fresh)} new leak"
+                     f"{'s' if len(fresh) != 1 else ''} ({checked}):")
         for test_id, probes in fresh:
             old = known.get(test_id)
             extra = (f" (baseline knows only {', '.join(sorted(old))})"
                      if old else "")
-            print(f"  LEAK {test_id}: {', '.join(probes) or '?'}{extra}",
-                  file=out)
+            lines.append(f"  LEAK {test_id}: {', '.join(probes) or '?'}"
+                         f"{extra}")
     else:
         known_now = len(leaks)
-        print(f"leakcheck gate: no new leaks ({checked}"
-              + (f"; {known_now} known from the baseline" if known_now else "")
-              + ")", file=out)
+        lines.append(f"leakcheck gate: no new leaks ({checked}"
+                     + (f"; {known_now} known from the baseline"
+                        if known_now else "") + ")")
     clean = {t["id"] for t in tests if t["verdict"] == "clean"}
-    gone = sorted((set(known) - set(leaks)) & clean)
-    for test_id in gone:
-        print(f"  fixed (in the baseline, clean now): {test_id}", file=out)
-    return EXIT_NEW_LEAKS if fresh else EXIT_OK
+    for test_id in sorted((set(known) - set(leaks)) & clean):
+        lines.append(f"  fixed (in the baseline, clean now): {test_id}")
+    return (EXIT_NEW_LEAKS if fresh else EXIT_OK), lines
+
+
+def judge(report, known, out=sys.stdout):
+    """Prints the verdict of `report` against `known` and returns the exit
+    status.  A reader that stops early (``| head``) does not change it."""
+    status, lines = verdict(report, known)
+    try:
+        for line in lines:
+            print(line, file=out)
+        out.flush()
+    except BrokenPipeError:
+        if out is sys.stdout:
+            # Nothing more can be written; keep the interpreter's final
+            # flush from failing too.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+    return status
 
 
 def build_parser(prog="python -m leakcheck gate"):
