@@ -1,48 +1,57 @@
 """Why is this object still alive?  The shortest chain of references from
-a root to it, found by walking referrers backwards (breadth first, one
-heap pass per level with gc.get_referrers).
+a root to it.
 
 Roots, as the report names them:
 
-- a module global (the chain reaches a module's namespace);
-- a class attribute (the chain reaches a class);
-- a local variable of a running frame (found by reading the frames of
-  every thread: since 3.11 a running frame's locals are invisible to
-  gc.get_referrers);
-- C code, when the chain reaches an object that nothing the garbage
-  collector can see refers to: a static reference in an extension, or one
-  that was never released (a missing Py_DECREF).
+- a module global (the chain starts in a module's namespace);
+- a class attribute (the chain starts at a class held by a module);
+- a local variable of a running frame, on any thread;
+- C code, when nothing the garbage collector sees leads to the object: a
+  static reference in an extension, or one that was never released (a
+  missing Py_DECREF).
 
-The walk never follows leakcheck's own frames and containers.  Only called
-after a verdict: it costs a heap pass per level.
+The search runs forward, breadth first, from the roots through
+gc.get_referents: it sees objects frozen with gc.freeze() and untracked
+containers, which gc.get_referrers does not.  When no root leads to the
+object, a backward walk through gc.get_referrers finds the object nothing
+visible refers to: the one C holds.  Neither follows leakcheck's own
+frames and containers.  Only called after a verdict: each costs a pass
+over the heap.
 """
 
+import collections
 import gc
 import os
 import sys
 import types
 
-from ._diagnose import _unfrozen, describe, type_name
+from ._diagnose import describe, type_name
 
 __all__ = ["find_chain"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _MAX_DEPTH = 40
 _MAX_NODES = 20000
-_FRAMES_VISIBLE = sys.version_info < (3, 11)  # frames traverse their locals
+# Up to 3.10 a frame that escaped (was referenced when its call returned
+# once) is tracked, and the collector sees its locals; a running frame's
+# locals are otherwise invisible to gc.get_referrers.
+_FRAMES_TRAVERSED = sys.version_info < (3, 11)
 
 
 def find_chain(holder, exclude=()):
     """The chain that keeps ``holder[0]`` alive, as a dict (see
     Diagnosis.chains).  The caller refers to the object only through the
     one-element list `holder` and the containers in `exclude` (which the
-    walk does not follow), so that the references it holds itself are
+    search does not follow), so that the references it holds itself are
     known and do not read as references from C."""
-    with _unfrozen():
-        frames = _stack_frames()
-        locals_of = _frame_locals(frames)
-        unseen = _unseen_refs(holder, exclude, locals_of)
-        return _walk(holder, exclude, frames, locals_of, unseen)
+    frames = _stack_frames()
+    locals_of = _frame_locals(frames)
+    unseen = _unseen_refs(holder, exclude, locals_of)
+    chain = _forward(holder, exclude, frames)
+    if chain is None:
+        chain = _walk(holder, exclude, frames, locals_of)
+    chain["unseen_refs"] = unseen
+    return chain
 
 
 def _own(frame):
@@ -61,15 +70,18 @@ def _stack_frames():
     return frames
 
 
+def _items(frame):
+    try:
+        return list(frame.f_locals.items())
+    except Exception:
+        return []
+
+
 def _frame_locals(frames):
     """{id(value): [(frame, name), ...]} for the locals of `frames`."""
     found = {}
     for frame in frames:
-        try:
-            names = list(frame.f_locals.items())
-        except Exception:
-            continue
-        for name, value in names:
+        for name, value in _items(frame):
             found.setdefault(id(value), []).append((frame, name))
     return found
 
@@ -86,24 +98,110 @@ def _unseen_refs(holder, exclude, locals_of):
     for container in exclude:
         visible += sum(1 for x in gc.get_referents(container)
                        if x is holder[0])
-    for referrer in gc.get_referrers(holder[0]):
+    args = (holder[0],)
+    for referrer in _referrers(args):
         if referrer is holder or any(referrer is c for c in exclude) or (
                 isinstance(referrer, types.FrameType) and _own(referrer)):
             continue
         visible += sum(1 for x in gc.get_referents(referrer)
                        if x is holder[0])
-    if not _FRAMES_VISIBLE:
-        visible += len(locals_of.get(id(holder[0]), ()))
+    for frame, _ in locals_of.get(id(holder[0]), ()):
+        if not (_FRAMES_TRAVERSED and gc.is_tracked(frame)):
+            visible += 1
     return max(count - visible, 0)
 
 
-def _walk(holder, exclude, frames, locals_of, unseen):
-    target = holder[0]
+def _referrers(args):
+    """gc.get_referrers(*args), without the tuple that passes `args`: some
+    versions (3.13) report the call's own argument tuple as a referrer."""
+    return [r for r in gc.get_referrers(*args)
+            if r is not args and not (type(r) is tuple and len(r) == len(args)
+                                      and all(a is b for a, b in zip(r, args)))]
+
+
+def _namespaces():
+    """{id(namespace): module} for the modules imported."""
     module_of = {}
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if isinstance(namespace, dict):
             module_of[id(namespace)] = module
+    return module_of
+
+
+def _forward(holder, exclude, frames):
+    """The chain from the nearest root, or None when no root leads to
+    holder[0]."""
+    target = holder[0]
+    module_of = _namespaces()
+    parent = {}                         # id -> id of what refers to it
+    nodes = {}                          # id -> object, for every one reached
+    roots = {}                          # id -> (kind, text, expression)
+    queue = collections.deque()
+    skip = {id(c) for c in exclude}
+    skip.update((id(holder), id(frames)))
+    for frame in frames:
+        code = frame.f_code
+        for name, value in _items(frame):
+            if id(value) not in nodes and id(value) not in skip:
+                nodes[id(value)] = value
+                roots[id(value)] = (
+                    "frame", f"local variable {name!r} of {code.co_name}() "
+                             f"({code.co_filename}:{frame.f_lineno})", name)
+                queue.append(value)
+    for key, module in module_of.items():
+        if key not in nodes:
+            nodes[key] = module.__dict__
+            roots[key] = ("module", f"a global of module {module.__name__}",
+                          module.__name__)
+            queue.append(module.__dict__)
+    skip.update((id(parent), id(nodes), id(roots), id(queue),
+                 id(module_of), id(skip)))
+    found = id(target) in nodes
+    while queue and not found:
+        obj = queue.popleft()
+        if isinstance(obj, types.FrameType) and _own(obj):
+            continue
+        for child in gc.get_referents(obj):
+            key = id(child)
+            if key in nodes or key in skip:
+                continue
+            nodes[key] = child
+            parent[key] = id(obj)
+            if child is target:
+                found = True
+                break
+            queue.append(child)
+    path = []
+    key = id(target) if found else None
+    while key is not None:
+        path.append(nodes[key])
+        key = parent.get(key)
+    path.reverse()
+    root = roots[id(path[0])] if found else None
+    # Nothing here may outlive the call: what it holds would read as
+    # referrers, and keep objects alive.
+    for container in (parent, nodes, roots, queue):
+        container.clear()
+    if not found:
+        return None
+    kind, text, expression = root
+    if (kind == "module" and len(path) > 2 and isinstance(path[1], type)
+            and _edge(path[1], path[2]).startswith(".")):
+        # A global that is a class, and one of its attributes.
+        kind, text = "class", f"an attribute of class {type_name(path[1])}"
+        expression = type_name(path[1])
+        path = path[1:]
+    steps, expression = _steps(path, expression, module_of)
+    return {"object": describe(target), "watched_at": None, "root": text,
+            "kind": kind, "expression": expression, "path": steps}
+
+
+def _walk(holder, exclude, frames, locals_of):
+    """The chain found walking referrers back from holder[0], one heap
+    pass per level, up to a root or to the object C holds."""
+    target = holder[0]
+    module_of = _namespaces()
     nodes = {id(target): target}          # every object reached
     toward = {id(target): None}           # referrer id -> the id it refers to
     own = {id(nodes), id(toward), id(frames), id(locals_of), id(module_of),
@@ -120,10 +218,11 @@ def _walk(holder, exclude, frames, locals_of, unseen):
                 break
         if root is not None or len(nodes) > _MAX_NODES:
             break
-        referrers = gc.get_referrers(*level)
+        args = tuple(level)
+        referrers = _referrers(args)
         following = []
-        kept += (referrers, following)
-        own.update((id(referrers), id(following)))
+        kept += (args, referrers, following)
+        own.update((id(args), id(referrers), id(following)))
         ids = {id(node) for node in level}
         held = set()
         for referrer in referrers:
@@ -162,8 +261,7 @@ def _walk(holder, exclude, frames, locals_of, unseen):
     path = _path(start, nodes, toward)
     steps, expression = _steps(path, expression, module_of)
     return {"object": describe(target), "watched_at": None, "root": text,
-            "kind": kind, "expression": expression, "path": steps,
-            "unseen_refs": unseen}
+            "kind": kind, "expression": expression, "path": steps}
 
 
 def _root_of(node, is_target, locals_of, module_of):

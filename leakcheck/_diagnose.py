@@ -15,6 +15,7 @@ alone.  The newest objects the collector tracks are the ones created last
 oldest), so the scope's growth in objects has their types.
 """
 
+import array
 import gc
 import linecache
 import os
@@ -34,7 +35,7 @@ _TRACE_FRAMES = 10        # tracemalloc frames kept per allocation
 _THREAD_WAIT = 0.2        # seconds new threads get to end before counting
 
 _ALLOCATOR_PROBES = {"blocks", "py_bytes", "py_allocs", "objects"}
-_CENSUS_PROBES = {"objects", "blocks", "py_bytes", "py_allocs", "refs"}
+_CENSUS_PROBES = {"objects", "blocks", "py_bytes", "py_allocs"}
 
 
 class Diagnosis:
@@ -157,43 +158,46 @@ def diagnose(run_once, leaking, runs=2):
     traced = bool(leaking & _ALLOCATOR_PROBES)
     refs = "refs" in leaking
 
-    with _unfrozen():
+    _settle_and_collect()
+    fds_before = _fds() if "fds" in leaking else None
+    tasks_before = _tasks() if "threads" in leaking else None
+    garbage_before = len(gc.garbage)
+    started = False
+    if traced and not tracemalloc.is_tracing():
+        tracemalloc.start(_TRACE_FRAMES)
+        started = True
+    try:
+        # The censuses nest around the runs, so that what each keeps is
+        # there when the others count, before and after alike.
+        trace_before = tracemalloc.take_snapshot() if traced else None
+        refs_before = _refcount_census() if refs else None
+        names = {}
+        types_before = _type_census((), names) if census else None
+
+        failure = _run(run_once, runs)
+
         _settle_and_collect()
-        fds_before = _fds() if "fds" in leaking else None
-        tasks_before = _tasks() if "threads" in leaking else None
-        garbage_before = len(gc.garbage)
-        started = False
-        if traced and not tracemalloc.is_tracing():
-            tracemalloc.start(_TRACE_FRAMES)
-            started = True
-        try:
-            trace_before = tracemalloc.take_snapshot() if traced else None
-            refs_before = _refcount_census() if refs else None
-            types_before = _type_census(()) if census else None
-
-            failure = _run(run_once, runs)
-
-            _settle_and_collect()
-            types_after = (_type_census((id(types_before),)) if census
-                           else None)
-            trace_after = tracemalloc.take_snapshot() if traced else None
-        finally:
-            if started:
-                tracemalloc.stop()
-        if refs:
-            diagnosis.refcounts = _refcount_growth(refs_before)
-            del refs_before
-        if census:
-            diagnosis.objects = _growth(types_before, types_after)
-        if traced:
-            diagnosis.allocations = _allocations(trace_before, trace_after)
-            del trace_before, trace_after
-        if "garbage" in leaking:
-            diagnosis.garbage = _garbage(garbage_before)
-        if "threads" in leaking:
-            diagnosis.threads = _new_threads(tasks_before)
-        if "fds" in leaking:
-            diagnosis.fds = _describe_fds(sorted(_fds() - fds_before))
+        types_after = (_type_census((id(types_before),), names) if census
+                       else None)
+        refs_grown = _refcount_growth(refs_before, runs) if refs else None
+        del refs_before
+        trace_after = tracemalloc.take_snapshot() if traced else None
+    finally:
+        if started:
+            tracemalloc.stop()
+    if refs:
+        diagnosis.refcounts = refs_grown
+    if census:
+        diagnosis.objects = _growth(types_before, types_after, names)
+    if traced:
+        diagnosis.allocations = _allocations(trace_before, trace_after)
+        del trace_before, trace_after
+    if "garbage" in leaking:
+        diagnosis.garbage = _garbage(garbage_before)
+    if "threads" in leaking:
+        diagnosis.threads = _new_threads(tasks_before)
+    if "fds" in leaking:
+        diagnosis.fds = _describe_fds(sorted(_fds() - fds_before))
     if failure is not None:
         diagnosis.notes.append(f"re-running the code raised "
                                f"{type(failure).__name__}: {failure}")
@@ -263,22 +267,6 @@ def _settle_and_collect():
     _core.Snapshot(0)
 
 
-class _unfrozen:
-    """gc.freeze() hides objects from gc.get_objects and get_referrers:
-    unfreeze while diagnosing, freeze again afterwards."""
-
-    def __enter__(self):
-        self.frozen = hasattr(gc, "get_freeze_count") and \
-            gc.get_freeze_count() > 0
-        if self.frozen:
-            gc.unfreeze()
-
-    def __exit__(self, *exc):
-        if self.frozen:
-            gc.freeze()
-        return False
-
-
 def type_name(cls):
     module = getattr(cls, "__module__", None)
     qualname = getattr(cls, "__qualname__", None) or cls.__name__
@@ -287,20 +275,32 @@ def type_name(cls):
     return f"{module}.{qualname}"
 
 
-def _type_census(exclude):
+def _type_census(exclude, names):
+    """{id(type): live objects of that type the collector tracks}; the
+    names of the types go into `names`.  Keyed by id so as not to hold
+    the types themselves (their reference counts would read as grown)."""
     counts = {}
     for obj in gc.get_objects():
         if id(obj) not in exclude:
-            cls = type(obj)
-            counts[cls] = counts.get(cls, 0) + 1
+            key = id(type(obj))
+            if key not in counts:
+                counts[key] = 0
+                if key not in names:
+                    names[key] = type_name(type(obj))
+            counts[key] += 1
     return counts
 
 
-def _growth(before, after):
-    grown = [(count - before.get(cls, 0), type_name(cls))
-             for cls, count in after.items() if count > before.get(cls, 0)]
+def _growth(before, after, names):
+    grown = [(count - before.get(key, 0), names[key])
+             for key, count in after.items() if count > before.get(key, 0)]
     grown.sort(key=lambda item: (-item[0], item[1]))
     return [{"type": name, "delta": delta} for delta, name in grown[:_TOP]]
+
+
+# Objects every piece of code shares (small ints, True, None), whose counts
+# move with any code that stores them, and frames, which are running.
+_SHARED_TYPES = (int, bool, type(None), type(sys._getframe()))
 
 
 def _refcount_census():
@@ -319,16 +319,18 @@ def _refcount_census():
 
 
 def _refcounts(objects):
-    return [sys.getrefcount(obj) for obj in objects]
+    # An array, not a list: a list of ints would add references to the
+    # small ints it holds, and they would read as grown.
+    return array.array("q", map(sys.getrefcount, objects))
 
 
-def _refcount_growth(census):
+def _refcount_growth(census, runs):
+    """The objects whose count grew by at least one per run."""
     objects, before = census
     after = _refcounts(objects)
-    frame_type = type(sys._getframe())
     grown = [(a - b, i) for i, (b, a) in enumerate(zip(before, after))
-             if a > b and not _core.is_immortal(objects[i])
-             and type(objects[i]) is not frame_type]
+             if a - b >= runs and not _core.is_immortal(objects[i])
+             and type(objects[i]) not in _SHARED_TYPES]
     grown.sort(key=lambda item: (-item[0], item[1]))
     return [{"object": describe(objects[i]),
              "type": type_name(type(objects[i])), "delta": delta}
@@ -338,6 +340,8 @@ def _refcount_growth(census):
 def describe(obj, limit=80):
     """A short, safe description of an object: its type, and its repr when
     that is short and does not fail."""
+    if isinstance(obj, type):
+        return f"class {type_name(obj)}"
     name = type_name(type(obj))
     try:
         text = repr(obj)
@@ -488,13 +492,15 @@ def diagnose_after(leaking, deltas):
     diagnosis = Diagnosis([name for name in PROBE_NAMES if name in leaking])
     grown = deltas.get("objects", 0)
     if leaking & _CENSUS_PROBES and grown > 0:
-        with _unfrozen():
-            newest = gc.get_objects(generation=2)[-grown:]
-        counts = {}
+        # Objects frozen with gc.freeze() are not in the generations, and
+        # the newest are at the end of the oldest one.
+        newest = gc.get_objects(generation=2)[-grown:]
+        counts, names = {}, {}
         for obj in newest:
-            cls = type(obj)
-            counts[cls] = counts.get(cls, 0) + 1
-        diagnosis.objects = _growth({}, counts)
+            key = id(type(obj))
+            counts[key] = counts.get(key, 0) + 1
+            names[key] = type_name(type(obj))
+        diagnosis.objects = _growth({}, counts, names)
         if tracemalloc.is_tracing():
             diagnosis.allocations = _object_allocations(newest)
         del newest

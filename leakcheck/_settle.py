@@ -15,15 +15,12 @@ additions would be lost), doctest.master, sys.path_importer_cache.
 Linecache keeps the sources that no file backs (they could not be read
 again).
 
-ABC subclass caches are left alone, on measurement: clearing them (all of
-collections.abc's as regrtest does, or every ABC) and letting
-isinstance(x, Mapping) refill them leaves a varying number of pymalloc
-blocks behind, +1 to +20 in most runs (CPython 3.10-3.13), so a scope
-around clean code that checks an ABC would fail more often than not.  Left
-alone, such a cache fills once per checked type and stays: growth on first
-use only, which a series' warm-up absorbs.  Likewise _strptime's format
-cache: cleared together with re's, strptime() leaves two blocks behind per
-call (3.11), where left alone it fills once per format.
+The type attribute cache is cleared last, always: it keeps a reference to
+the name of every attribute looked up, so a name built afresh
+(getattr(obj, "handle_%s" % kind), as argparse does) stays alive in it
+until another lookup takes its slot.  Left in place, it made clean code
+grow by a block or two in a run now and then, and made clearing any other
+cache look leaky (refilling a cache looks attributes up).
 
 The engine calls ``settle()`` (through ``_core.set_settle``) with the GIL
 held, before its collection; freelists are the collection's business.  It
@@ -36,16 +33,39 @@ that fails (a stdlib internal renamed in some version) is skipped rather
 than making every snapshot fail.
 """
 
+import collections.abc
 import sys
+import weakref
+from abc import ABC, ABCMeta
+
+try:
+    from _abc import _reset_caches      # the C implementation of abc
+except ImportError:                     # pragma: no cover (_py_abc)
+    def _reset_caches(cls):
+        cls._abc_caches_clear()
 
 __all__ = ["settle"]
 
-_DEBUG_BUILD = hasattr(sys, "gettotalrefcount")
+_clear_type_cache = getattr(sys, "_clear_internal_caches", None) or \
+    sys._clear_type_cache
+
+# The roots of the ABC hierarchies whose subclass caches settle() clears,
+# with every subclass: collections.abc's base classes and abc.ABC; the
+# roots in modules that may not be imported are looked up on each call.
+_ABC_ROOTS = tuple(
+    cls for cls in (getattr(collections.abc, name)
+                    for name in collections.abc.__all__)
+    if isinstance(cls, ABCMeta)
+    and not any(isinstance(base, ABCMeta) for base in cls.__bases__)
+) + (ABC,)
+_OPTIONAL_ABC_ROOTS = (("numbers", "Number"), ("io", "IOBase"),
+                       ("typing", "Protocol"))
 
 # (module, attribute path, method): caches cleared by calling
 # module.<attribute path>.<method>() when the module is imported.
 _CACHE_CLEARS = (
     ("re", "", "purge"),
+    ("_strptime", "_regex_cache", "clear"),
     ("fnmatch", "_compile_pattern", "cache_clear"),
     ("tokenize", "_compile", "cache_clear"),
     ("urllib.parse", "", "clear_cache"),
@@ -56,13 +76,64 @@ _CACHE_CLEARS = (
     ("inspect", "_filesbymodname", "clear"),
     ("inspect", "modulesbyfile", "clear"),
     ("inspect", "_shadowed_dict_from_weakref_mro_tuple", "cache_clear"),
+    ("importlib.metadata", "FastPath.__new__", "cache_clear"),
 )
+
+
+class _Plan:
+    """What settle() clears, resolved for one set of imported modules:
+    finding it walks modules and class hierarchies, using it is a few
+    loops.  Remade when the number of modules changes (an import), so an
+    ABC subclass defined without an import since is left out until then."""
+
+    __slots__ = ("modules", "clears", "abcs", "namespaces")
+
+    def __init__(self, modules):
+        self.modules = len(modules)
+        self.clears = tuple(_resolve_clears(modules))
+        self.abcs = tuple(weakref.ref(cls) for cls in _abcs(modules))
+        self.namespaces = tuple(
+            ns for ns in (getattr(m, "__dict__", None)
+                          for m in list(modules.values()))
+            if type(ns) is dict)
+
+
+_plan = None
 
 
 def settle():
     """Clears the first-use caches of the interpreter and the standard
     library.  Never raises for a cache it cannot clear."""
+    global _plan
     modules = sys.modules
+    if _plan is None or _plan.modules != len(modules):
+        _plan = None                    # the old one's memory first
+        _plan = _Plan(modules)
+    plan = _plan
+    for clear in plan.clears:
+        try:
+            clear()
+        except Exception:
+            pass
+    _clear_linecache(modules.get("linecache"))
+    try:
+        for ref in plan.abcs:
+            cls = ref()
+            if cls is not None:
+                _reset_caches(cls)
+    except Exception:
+        pass
+    # warnings.warn() makes a __warningregistry__ in the module it blames
+    # and adds an entry per distinct warning.
+    for namespace in [ns for ns in plan.namespaces
+                      if "__warningregistry__" in ns]:
+        namespace.pop("__warningregistry__", None)
+    _flush_std_streams()
+    _clear_type_cache()         # last: the steps above look attributes up
+
+
+def _resolve_clears(modules):
+    """The cache-clearing callables of the imported modules."""
     for name, path, method in _CACHE_CLEARS:
         obj = modules.get(name)
         if obj is None:
@@ -70,35 +141,35 @@ def settle():
         try:
             for attr in path.split(".") if path else ():
                 obj = getattr(obj, attr)
-            getattr(obj, method)()
-        except Exception:
+            yield getattr(obj, method)
+        except AttributeError:
             pass
-    _clear_typing(modules.get("typing"))
-    _clear_linecache(modules.get("linecache"))
-    _clear_warning_registries(modules)
-    _flush_std_streams()
-    if _DEBUG_BUILD:
-        # Type cache entries hold references to attribute names: with them
-        # the refs probe would count what the last lookups happened to be.
-        clear = getattr(sys, "_clear_internal_caches", None) or \
-            sys._clear_type_cache
-        clear()
-
-
-def _clear_typing(typing):
+    typing = modules.get("typing")
     if typing is not None:
-        for clear in getattr(typing, "_cleanups", ()):
-            try:
-                clear()
-            except Exception:
-                pass
+        yield from getattr(typing, "_cleanups", ())
+
+
+def _abcs(modules):
+    """Every ABC under the roots: isinstance(x, Mapping) on a type it has
+    not seen stores weak references in the caches of Mapping and of the
+    ABC subclasses it asked."""
+    roots = list(_ABC_ROOTS)
+    for module_name, name in _OPTIONAL_ABC_ROOTS:
+        root = getattr(modules.get(module_name), name, None)
+        if isinstance(root, ABCMeta):
+            roots.append(root)
+    seen = set()
+    while roots:
+        cls = roots.pop()
+        if cls not in seen and isinstance(cls, ABCMeta):
+            seen.add(cls)
+            yield cls
+            roots += type.__subclasses__(cls)
 
 
 def _clear_linecache(linecache):
     """Drops the lines read from files (they can be read again); keeps the
     entries no file backs (registered by exec'd or generated code)."""
-    if linecache is None:
-        return
     cache = getattr(linecache, "cache", None)
     if not cache:
         return
@@ -109,16 +180,6 @@ def _clear_linecache(linecache):
             cache.pop(key, None)
     except Exception:
         pass
-
-
-def _clear_warning_registries(modules):
-    """Deletes each module's ``__warningregistry__``: warnings.warn() makes
-    one, in the module the warning is attributed to, and adds an entry per
-    distinct warning."""
-    for module in list(modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if namespace is not None and "__warningregistry__" in namespace:
-            namespace.pop("__warningregistry__", None)
 
 
 def _flush_std_streams():

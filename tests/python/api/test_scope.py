@@ -70,6 +70,7 @@ def test_as_a_decorator(case, leaky, garbage_cleanup):
         case.clean(leaky)
 
     assert leaking.__name__ == "leaking"
+    case.clean(leaky)                   # first use of the code path
     clean(0)
     for i in range(5):
         assert clean(i) is None
