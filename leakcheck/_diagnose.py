@@ -147,7 +147,11 @@ def diagnose(run_once, leaking, runs=2):
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
     probes in `leaking` (names).  Returns a Diagnosis.  An exception from
-    `run_once` ends the re-runs and becomes a note."""
+    `run_once` ends the re-runs and becomes a note.
+
+    For allocator growth it starts tracemalloc (unless it runs already),
+    which swaps CPython's allocators: no other thread may be allocating
+    through PyMem_RawMalloc without the GIL meanwhile (a CPython rule)."""
     if not callable(run_once):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())

@@ -28,7 +28,7 @@ PROBE_NAMES = tuple(_core.probe_info(i)[0] for i in range(_core.PROBE_COUNT))
 _INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
 
 # The probes used when none are named.  Chosen by measurement (see
-# tests/python/test_clean.py, which runs clean code under each of them many
+# tests/python/api/test_clean.py, which runs clean code under them many
 # times): every Python probe, plus fds and threads.  native_bytes is left
 # out because glibc's own bookkeeping moves it by a few KiB in clean code
 # (thread arenas, stdio buffers on first use); valgrind because a leak check

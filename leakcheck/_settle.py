@@ -34,6 +34,7 @@ than making every snapshot fail.
 """
 
 import collections.abc
+import gc
 import sys
 import weakref
 from abc import ABC, ABCMeta
@@ -106,6 +107,12 @@ def settle():
     library.  Never raises for a cache it cannot clear."""
     global _plan
     modules = sys.modules
+    if _plan is None:
+        # A collection untracks the tuples and dicts that hold nothing to
+        # track, but a container of one untracked in the same pass only in
+        # the next: in a process never collected before, the second
+        # snapshot would count fewer objects than the first.
+        gc.collect()
     if _plan is None or _plan.modules != len(modules):
         _plan = None                    # the old one's memory first
         _plan = _Plan(modules)
@@ -124,10 +131,13 @@ def settle():
     except Exception:
         pass
     # warnings.warn() makes a __warningregistry__ in the module it blames
-    # and adds an entry per distinct warning.
+    # and adds an entry per distinct warning.  Emptied, not deleted: adding
+    # and deleting a key now and then resizes the module's namespace.
     for namespace in [ns for ns in plan.namespaces
                       if "__warningregistry__" in ns]:
-        namespace.pop("__warningregistry__", None)
+        registry = namespace.get("__warningregistry__")
+        if type(registry) is dict:
+            registry.clear()
     _flush_std_streams()
     _clear_type_cache()         # last: the steps above look attributes up
 
@@ -174,10 +184,12 @@ def _clear_linecache(linecache):
     if not cache:
         return
     try:
-        stale = [key for key, entry in cache.items()
-                 if len(entry) != 4 or entry[1] is not None]
-        for key in stale:
-            cache.pop(key, None)
+        kept = {key: entry for key, entry in cache.items()
+                if len(entry) == 4 and entry[1] is None}
+        # clear() and update() rather than deleting keys: the table is then
+        # sized by what stays, whatever the cache held before.
+        cache.clear()
+        cache.update(kept)
     except Exception:
         pass
 

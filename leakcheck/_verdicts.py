@@ -7,7 +7,9 @@ snapshot, and results are stored only after the last one.
 """
 
 import functools
+import os
 import sys
+import time
 
 from . import _core
 from ._diagnose import diagnose, diagnose_after
@@ -35,6 +37,33 @@ def _compose(engine_report, asked, compared, diagnosis):
     if diagnosis:
         text += str(diagnosis) + "\n"
     return text.rstrip("\n")
+
+
+_THREAD_WAIT = 0.2        # seconds a scope gives new threads to end
+
+
+def _os_threads():
+    """The number of threads of this process (0 when it cannot be read)."""
+    try:
+        fd = os.open("/proc/self/stat", os.O_RDONLY)
+        try:
+            data = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+        # Fields after the command name, which may hold spaces, from ")".
+        return int(data[data.rindex(b")") + 2:].split()[17])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _await_threads(count):
+    """Waits, a little, for the threads started since there were `count`
+    to end.  A thread that join() has waited for still frees its thread
+    state after join() returns: read before that, py_bytes would count
+    it.  (The engine waits for threads only after reading the probes.)"""
+    deadline = time.monotonic() + _THREAD_WAIT
+    while _os_threads() > count and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 _ZOMBIE_FRAMES = sys.version_info < (3, 11)
@@ -157,6 +186,7 @@ class scope:
         self._rerun = None          # set by the decorator: run the call again
         self._location = None       # set by the decorator: the function
         self._refs = None           # (tolerance, offset, own refcount)
+        self._threads = 0           # the process's threads at __enter__
         self.leaked = None
         self.leaking = []
         self.deltas = {}
@@ -188,6 +218,7 @@ class scope:
             core.set_tolerance(index_of(name), value)
         self._location = self._location or _caller(2)
         core.set_location(*self._location)
+        self._threads = _os_threads()
         self._refs = None
         if self._mask & _REFS_BIT & _core.probes_available():
             offset = (0, 0) if _calibrating else _refs_offset(self._kind)
@@ -202,6 +233,7 @@ class scope:
         self._core = None
         if exc_type is not None:
             return False
+        _await_threads(self._threads)
         if self._refs is not None:
             # References to this scope object made since __enter__ (the
             # `as` target) are the measurement's own: they count in refs.
@@ -376,5 +408,6 @@ def repeat(func, *args, warmup=1, repeat=4, probes=None, tolerance=None,
 
 
 # What runs for the first time between a scope's two snapshots.
-_make_frame(scope._exit)
-_make_frame(scope._correction)
+for _func in (scope._exit, scope._correction, _await_threads, _os_threads):
+    _make_frame(_func)
+del _func
