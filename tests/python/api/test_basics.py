@@ -2,6 +2,7 @@
 
 import collections.abc
 import json
+import sys
 
 import pytest
 
@@ -45,8 +46,11 @@ def test_probes_lists_every_probe_and_why_one_is_missing():
 
 def test_default_probes_are_every_python_probe_plus_fds_and_threads():
     assert set(leakcheck.DEFAULT_PROBES) <= set(leakcheck.PROBE_NAMES)
-    assert set(leakcheck.DEFAULT_PROBES) >= set(PYTHON_PROBES) | {"fds",
-                                                                 "threads"}
+    expected = set(PYTHON_PROBES) | {"fds", "threads"}
+    if sys.version_info < (3, 11):      # frame caching moves py_bytes
+        expected.discard("py_bytes")
+    assert set(leakcheck.DEFAULT_PROBES) >= expected
+    assert not {"native_bytes", "valgrind"} & set(leakcheck.DEFAULT_PROBES)
 
 
 def test_a_snapshot_is_a_read_only_mapping_of_the_readable_probes():

@@ -76,7 +76,7 @@ def test_counts_come_back_after_threads_allocated_meanwhile(leaky):
     # may have resized by a block or two: starting threads is a first
     # use of sorts.)
     assert delta["py_allocs"] == delta["blocks"], delta
-    assert abs(delta["py_bytes"]) <= 256, delta    # (3.13: a lock, once)
+    assert abs(delta["py_bytes"]) <= 4096, delta   # (and their tables)
     assert abs(delta["blocks"]) <= 8, delta
     assert delta["threads"] == 0, delta
 

@@ -1,0 +1,144 @@
+"""What the Python package costs.
+
+1. snapshot() against a bare gc.collect(): the median of many timings of
+   each, in the same process, and their difference (target: under 50 us).
+   A snapshot is settling (leakcheck/_settle.py), the engine's full
+   collection, then the readings; the breakdown times settling alone and
+   the engine without it.  Measured in a bare interpreter and again with a
+   larger heap (--objects extra objects).
+
+2. The allocator hook (py_bytes, py_allocs) on a pure-Python,
+   allocation-heavy workload: the same workload in three fresh
+   interpreters, bare, with leakcheck's hook installed, and under
+   tracemalloc (1 frame); the median of --rounds timings each, as ratios to
+   the bare run (target: the hook at most 1.15x, and below tracemalloc).
+
+    python bench/bench_python.py [--runs N] [--rounds N] [--objects N]
+
+Run it with the interpreter that has leakcheck installed.  Figures vary
+with the machine; run it on an idle one.
+"""
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import leakcheck
+from leakcheck import _core, _probes, _settle
+
+WORKLOAD = r"""
+import json, sys, time
+
+def work():
+    # Objects of all sizes made and dropped: dicts, lists, tuples, strings,
+    # ints, and a few blocks over pymalloc's 512-byte limit.
+    total = 0
+    for i in range(20000):
+        row = {"id": i, "name": "item-%d" % i, "tags": [i, i + 1, (i, "x")]}
+        total += len(row["name"]) + len(str(row["tags"]))
+        if i % 100 == 0:
+            total += len(bytes(2048)) + len([0] * 200)
+    return total
+
+mode = sys.argv[1]
+import leakcheck                            # in every mode: the same heap
+if mode == "hook":
+    leakcheck.snapshot(["py_allocs"])       # installs the allocator hook
+elif mode == "tracemalloc":
+    import tracemalloc
+    tracemalloc.start(1)
+work()                                      # warm
+times = []
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter()
+    work()
+    times.append(time.perf_counter() - t0)
+print(json.dumps(times))
+"""
+
+
+def median_us(func, runs):
+    func()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def snapshot_cost(runs, label):
+    everything = _probes.probe_mask(None)
+    no_objects = _probes.probe_mask([p for p in leakcheck.DEFAULT_PROBES
+                                     if p != "objects"])
+    collect = median_us(gc.collect, runs)
+    snap = median_us(leakcheck.snapshot, runs)
+    settle = median_us(_settle.settle, runs)
+    get_objects = median_us(gc.get_objects, runs)
+    _core.set_settle(None)
+    try:
+        engine = median_us(lambda: _core.Snapshot(everything), runs)
+        engine_no_objects = median_us(lambda: _core.Snapshot(no_objects),
+                                      runs)
+    finally:
+        _core.set_settle(_settle.settle)
+    print(f"{label}: {len(gc.get_objects())} tracked objects, "
+          f"{len(sys.modules)} modules")
+    print(f"  gc.collect()                  {collect:9.1f} us")
+    print(f"  leakcheck.snapshot()          {snap:9.1f} us   "
+          f"(probes: {', '.join(leakcheck.snapshot())})")
+    print(f"  difference                    {snap - collect:9.1f} us   "
+          f"(target < 50 us)")
+    print(f"    settling (leakcheck/_settle.py)   {settle:9.1f} us")
+    print(f"    the engine's readings             {engine - collect:9.1f} us"
+          f", of which the objects probe {engine - engine_no_objects:.1f}"
+          f" us (it counts gc.get_objects(): {get_objects:.1f} us here)")
+    return snap - collect
+
+
+def hook_cost(rounds):
+    results = {}
+    for _ in range(2):                      # the best of two processes each
+        for mode in ("bare", "hook", "tracemalloc"):
+            out = subprocess.run([sys.executable, "-c", WORKLOAD, mode,
+                                  str(rounds)], capture_output=True,
+                                 text=True, check=True).stdout
+            median = statistics.median(json.loads(out)) * 1e3
+            results[mode] = min(results.get(mode, median), median)
+    bare = results["bare"]
+    print(f"allocation-heavy workload (median of {rounds} rounds, best of "
+          f"2 fresh interpreters each):")
+    for mode, label in (("bare", "bare"), ("hook", "leakcheck's hook"),
+                        ("tracemalloc", "tracemalloc (1 frame)")):
+        print(f"  {label:<22} {results[mode]:8.2f} ms   "
+              f"{results[mode] / bare:5.2f}x")
+    print("  (targets: the hook at most 1.15x, and less than tracemalloc)")
+    return results["hook"] / bare, results["tracemalloc"] / bare
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=2000,
+                        help="timings per snapshot figure (default 2000)")
+    parser.add_argument("--rounds", type=int, default=15,
+                        help="timings per workload (default 15)")
+    parser.add_argument("--objects", type=int, default=100000,
+                        help="extra objects for the larger heap")
+    args = parser.parse_args(argv)
+    print(f"CPython {sys.version.split()[0]}, leakcheck {leakcheck.__version__}")
+    print()
+    snapshot_cost(args.runs, "bare interpreter")
+    print()
+    heap = [[i] for i in range(args.objects)]     # lists stay tracked
+    snapshot_cost(max(args.runs // 10, 50), f"with {args.objects} more objects")
+    del heap
+    print()
+    hook_cost(args.rounds)
+
+
+if __name__ == "__main__":
+    main()
