@@ -8,6 +8,7 @@ import pytest
 
 import leakcheck
 from conftest import RELEASE_BUILD
+from leaks import IDS, LEAKS
 
 PYTHON_PROBES = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
                  "garbage")
@@ -186,3 +187,20 @@ def test_unreadable_probes_are_named_in_reports(leaky):
             leaky.leak_pymem(64)
     assert "not read here: valgrind (not running under valgrind)" in \
         info.value.report
+
+
+@pytest.mark.parametrize("case", LEAKS, ids=IDS)
+def test_snapshots_see_each_leak_and_not_its_twin(case, leaky,
+                                                   garbage_cleanup):
+    tolerance = {p.name: p.tolerance for p in leakcheck.probes()}[case.probe]
+    case.clean(leaky)
+    for _ in range(5):
+        a = leakcheck.snapshot([case.probe])
+        case.clean(leaky)
+        b = leakcheck.snapshot([case.probe])
+        assert (b - a)[case.probe] <= tolerance, b - a
+        del a, b
+    a = leakcheck.snapshot([case.probe])
+    case.leak(leaky)
+    b = leakcheck.snapshot([case.probe])
+    assert (b - a)[case.probe] > tolerance, b - a
