@@ -98,35 +98,43 @@ lc_snapshot_value(const lc_snapshot *snap, int probe, int64_t *value)
     return LC_OK;
 }
 
-/* A thread that was told to stop, or was joined a moment ago, may still be
- * listed for a while: give extra threads the settle time to go away. */
-static void
-settle_threads(lc_snapshot *snap, const lc_snapshot *baseline)
+/*
+ * A thread that was told to stop, or was joined a moment ago, may still be
+ * listed for a while, and what it frees as it ends (its thread state, its
+ * stack cache) would count as growth in the other probes: extra threads
+ * get the settle time to go away *before* anything is read, and the
+ * thread count is read again after, for threads that ended meanwhile.
+ */
+static int64_t
+wait_for_threads(int64_t baseline)
 {
-    const unsigned bit = LC_PROBE_BIT(LC_PROBE_THREADS);
     const struct timespec pause = {0, 2 * 1000 * 1000};
+    int64_t now = lc__threads_now();
     int waited = 0;
 
-    if (!(snap->mask & bit) || !(baseline->mask & bit))
-        return;
-    while (snap->values[LC_PROBE_THREADS] > baseline->values[LC_PROBE_THREADS]
-           && waited < thread_settle_ms) {
-        int64_t now;
+    while (now > baseline && waited < thread_settle_ms) {
         nanosleep(&pause, NULL);
         waited += 2;
         now = lc__threads_now();
-        if (now >= 0)
-            snap->values[LC_PROBE_THREADS] = now;
     }
+    return now;
 }
 
 int
 lc__snapshot_settled(lc_snapshot *snap, unsigned mask, unsigned flags,
                      const lc_snapshot *baseline)
 {
-    int rc = lc_snapshot_take(snap, mask, flags);
+    const unsigned bit = LC_PROBE_BIT(LC_PROBE_THREADS);
+    int watch = baseline != NULL && (baseline->mask & bit) && (mask & bit);
+    int rc;
 
-    if (rc == LC_OK && baseline != NULL)
-        settle_threads(snap, baseline);
+    if (watch)
+        wait_for_threads(baseline->values[LC_PROBE_THREADS]);
+    rc = lc_snapshot_take(snap, mask, flags);
+    if (rc == LC_OK && watch && (snap->mask & bit)) {
+        int64_t now = wait_for_threads(baseline->values[LC_PROBE_THREADS]);
+        if (now >= 0)
+            snap->values[LC_PROBE_THREADS] = now;
+    }
     return rc;
 }
