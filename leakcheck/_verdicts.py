@@ -329,7 +329,7 @@ class Series:
     """
 
     def __init__(self, warmup=1, repeat=4, probes=None, tolerance=None,
-                 name=None):
+                 name=None, location=None):
         self.warmup = check_count(warmup, "warmup", 0)
         self.repeat = check_count(repeat, "repeat", 1)
         mask = readable_mask(probes)
@@ -341,7 +341,11 @@ class Series:
         core.set_probes(mask)
         for name, value in thresholds.items():
             core.set_threshold(index_of(name), value)
-        core.set_location(*_caller(1))
+        # (file, line) the report names; by default where the Series is made.
+        if location is None:
+            location = _caller(1)
+        file, line = location
+        core.set_location(str(file), int(line))
         self._core = core
         self.done = False
         self.leaked = None

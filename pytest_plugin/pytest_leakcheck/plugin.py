@@ -390,6 +390,12 @@ def _leak_message(series):
     return MSG_LEAK.format(details="; ".join(parts))
 
 
+def _location(item):
+    """Where the test is defined, for the series' report."""
+    path, lineno, _ = item.reportinfo()
+    return str(path), (lineno or 0) + 1
+
+
 def _hunt(item, nextitem, state):
     """Runs the reported run and the series; returns the reports to log,
     the one that carries the verdict holding it as `.leakcheck`."""
@@ -398,7 +404,7 @@ def _hunt(item, nextitem, state):
         series = leakcheck.Series(
             warmup=settings.warmup, repeat=settings.repeat,
             probes=list(settings.probes), tolerance=settings.tolerance,
-            name=item.nodeid)
+            name=item.nodeid, location=_location(item))
     except (BadValue, ValueError) as e:
         # The test errors in its setup, run by pytest's own protocol.
         item.stash[BAD_SETTINGS] = str(e)

@@ -8,6 +8,7 @@ this one is not under ``pytest tests/python``.
 """
 
 import json
+import pathlib
 
 import pytest
 
@@ -59,3 +60,13 @@ def runs_log(pytester):
         path = pytester.path / "runs.log"
         return path.read_text().split() if path.exists() else []
     return read
+
+
+def pytest_collection_modifyitems(config, items):
+    """These tests run pytest in subprocesses, some on code that leaks on
+    purpose; hunting in this process would measure only the spawning."""
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.leaky(
+                reason="runs pytest in subprocesses over leaking examples"))
