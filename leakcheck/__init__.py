@@ -29,6 +29,7 @@ from ._objects import (Handle, assert_finalized, assert_no_garbage,
 from ._probes import (DEFAULT_PROBES, PROBE_NAMES, ProbeInfo, Snapshot,
                       probes, snapshot)
 from ._verdicts import Series, repeat, scope
+from .gate import write_json as write_report
 
 __version__ = _core.VERSION
 
@@ -50,6 +51,7 @@ __all__ = [
     "watch",
     "assert_finalized",
     "assert_no_garbage",
+    "write_report",
 ]
 
 # Every snapshot from now on starts by clearing first-use caches.

@@ -135,7 +135,7 @@ def render(data):
         if isinstance(value, list) and value:
             items = [f"    {json.dumps(v)}" for v in value]
             lines.append(head + "[\n" + ",\n".join(items) + "\n  ]" + comma)
-        elif isinstance(value, dict) and value:
+        elif isinstance(value, dict) and value and key != "environment":
             items = [f"    {json.dumps(k)}: {json.dumps(v)}"
                      for k, v in value.items()]
             lines.append(head + "{\n" + ",\n".join(items) + "\n  }" + comma)
@@ -145,9 +145,11 @@ def render(data):
 
 
 def write_json(path, data):
-    """Writes `data` to `path` atomically: readers see the old file or the
-    whole new one, never a part."""
+    """Writes a report or baseline `data` to `path` atomically, in the
+    layout render() gives: readers see the old file or the whole new one,
+    never a part.  Public as leakcheck.write_report."""
     directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
                                dir=directory)
     try:

@@ -19,61 +19,21 @@ A report is one JSON object:
 
 `python -m leakcheck gate` reads it (leakcheck/gate.py, which keeps its own
 copy of the schema names: the gate runs with the standard library alone).
-Files are written whole and atomically (a temporary file renamed over the
-target), so a reader never sees half a report.
+Files are written by leakcheck.write_report, the gate's own writer: whole
+and atomically (a temporary file renamed over the target), so a reader
+never sees half a report.
 """
 
 import datetime
 import json
-import os
 import platform
 import sys
-import tempfile
+
+import leakcheck
 
 SCHEMA = "leakcheck-report/1"
 BASELINE_SCHEMA = "leakcheck-baseline/1"
 VERDICTS = ("leak", "clean", "error", "skipped")
-
-
-def render(data):
-    """JSON text: one line per top-level key and one per entry of a
-    top-level list or object, so that reports diff and grep well."""
-    lines = []
-    for i, (key, value) in enumerate(data.items()):
-        head = f"  {json.dumps(key)}: "
-        comma = "," if i < len(data) - 1 else ""
-        if isinstance(value, list) and value:
-            items = [f"    {json.dumps(v)}" for v in value]
-            lines.append(head + "[\n" + ",\n".join(items) + "\n  ]" + comma)
-        elif isinstance(value, dict) and value and key != "environment":
-            items = [f"    {json.dumps(k)}: {json.dumps(v)}"
-                     for k, v in value.items()]
-            lines.append(head + "{\n" + ",\n".join(items) + "\n  }" + comma)
-        else:
-            lines.append(head + json.dumps(value) + comma)
-    return "{\n" + "\n".join(lines) + "\n}\n"
-
-
-def write_atomically(path, text):
-    """Writes `text` to `path` through a temporary file in the same
-    directory and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
-                               dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def load_baseline(path):
@@ -150,7 +110,7 @@ class Report:
         }
 
     def write(self):
-        write_atomically(self.path, render(self.document()))
+        leakcheck.write_report(self.path, self.document())
         self.written = True
 
 
