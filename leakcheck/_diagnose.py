@@ -143,11 +143,15 @@ class Diagnosis:
 
 # ---- re-running ---------------------------------------------------------
 
-def diagnose(run_once, leaking, runs=2):
+def diagnose(run_once, leaking, runs=2, ignore=()):
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
     probes in `leaking` (names).  Returns a Diagnosis.  An exception from
     `run_once` ends the re-runs and becomes a note.
+
+    `ignore` names folders (or files) of a harness around the code: memory
+    whose allocating line lies in them is left out of the allocation lines
+    (a test runner replacing its own objects each run is not the leak).
 
     For allocator growth it starts tracemalloc (unless it runs already),
     which swaps CPython's allocators: no other thread may be allocating
@@ -156,6 +160,10 @@ def diagnose(run_once, leaking, runs=2):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())
     runs = check_count(runs, "runs", 1)
+    if isinstance(ignore, (str, bytes, os.PathLike)):
+        raise TypeError("ignore must be a list of folders or files, "
+                        "not a single path")
+    ignore = [os.path.abspath(os.fspath(path)) for path in ignore]
     diagnosis = Diagnosis(
         [name for name in PROBE_NAMES if name in leaking], runs)
     census = bool(leaking & _CENSUS_PROBES)
@@ -194,7 +202,8 @@ def diagnose(run_once, leaking, runs=2):
     if census:
         diagnosis.objects = _growth(types_before, types_after, names)
     if traced:
-        diagnosis.allocations = _allocations(trace_before, trace_after)
+        diagnosis.allocations = _allocations(trace_before, trace_after,
+                                             ignore)
         del trace_before, trace_after
     if "garbage" in leaking:
         diagnosis.garbage = _garbage(garbage_before)
@@ -356,8 +365,12 @@ def describe(obj, limit=80):
     return f"{name} object at {id(obj):#x}"
 
 
-def _allocations(before, after):
+def _allocations(before, after, ignored=()):
+    # A Filter looks at the innermost frame: what was allocated there.
     ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    ignore += [tracemalloc.Filter(False, path) for path in ignored]
+    ignore += [tracemalloc.Filter(False, os.path.join(path, "*"))
+               for path in ignored]
     before = before.filter_traces(ignore)
     after = after.filter_traces(ignore)
     by_line = {}

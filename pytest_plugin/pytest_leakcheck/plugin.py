@@ -20,8 +20,12 @@ config.stash[STATE].
 
 import atexit
 import gc
+import os
+import sys
 import tracemalloc
 
+import _pytest
+import pluggy
 import pytest
 
 import leakcheck
@@ -316,6 +320,12 @@ def pytest_runtest_setup(item):
         pytest.fail(message, pytrace=False)
 
 
+# Folders of the harness around a test: what pytest, pluggy and this plugin
+# allocate anew each run (log streams, stash entries) is not the test's leak.
+_HARNESS = tuple(os.path.dirname(module.__file__)
+                 for module in (_pytest, pluggy, sys.modules[__name__]))
+
+
 def _diagnose(runner, leaking):
     """leakcheck.diagnose() over more runs of the test.  Tracing starts one
     run earlier than the diagnosis compares: pytest replaces some of its own
@@ -329,7 +339,7 @@ def _diagnose(runner, leaking):
             started = True
             runner.run_again()
         return leakcheck.diagnose(runner.run_again, list(leaking),
-                                  runs=DIAGNOSIS_RUNS)
+                                  runs=DIAGNOSIS_RUNS, ignore=_HARNESS)
     except Exception:
         return None
     finally:

@@ -264,3 +264,40 @@ def test_a_with_scope_names_allocation_lines_under_tracemalloc():
     allocations = info.value.diagnosis.allocations
     assert (allocations[0]["file"], allocations[0]["line"]) == (__file__,
                                                                 line)
+
+
+def test_diagnose_leaves_out_memory_a_harness_allocates(tmp_path):
+    """diagnose(ignore=[folder]): what lines in that folder allocate is left
+    out, so a test runner's own per-run objects do not pass for the leak."""
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "runner_keeps.py").write_text(
+        "KEPT = []\n"
+        "def run(test):\n"
+        "    KEPT.append(bytearray(64))\n"
+        "    test()\n")
+    sys.path.insert(0, str(harness))
+    try:
+        import runner_keeps
+        kept = []
+
+        def test():
+            kept.append(bytearray(64))
+        test_line = test.__code__.co_firstlineno + 1
+
+        def files(diagnosis):
+            return {entry["file"] for entry in diagnosis.allocations}
+
+        plain = leakcheck.diagnose(lambda: runner_keeps.run(test),
+                                   ["py_allocs"])
+        assert str(harness / "runner_keeps.py") in files(plain)
+        ignoring = leakcheck.diagnose(lambda: runner_keeps.run(test),
+                                      ["py_allocs"], ignore=[harness])
+        assert str(harness / "runner_keeps.py") not in files(ignoring)
+        assert (__file__, test_line) in {
+            (entry["file"], entry["line"]) for entry in ignoring.allocations}
+        with pytest.raises(TypeError, match="ignore"):
+            leakcheck.diagnose(lambda: None, ["py_allocs"], ignore=str(harness))
+    finally:
+        sys.path.remove(str(harness))
+        sys.modules.pop("runner_keeps", None)
