@@ -30,7 +30,6 @@ growth is measured:
 import bdb
 import functools
 import pathlib
-import re
 import shutil
 import sys
 import warnings
@@ -41,9 +40,6 @@ import pytest
 _clear_type_cache = (getattr(sys, "_clear_internal_caches", None)
                      or sys._clear_type_cache)
 
-# A numbered tmp_path name.  Compiled here: re's own cache is cleared by
-# every snapshot, and compiling again each run would allocate.
-_NUMBERED = re.compile(r"(.*?)(\d+)")
 
 _HOOKS = {
     "setup": "pytest_runtest_setup",
@@ -188,11 +184,22 @@ class ItemRunner:
         shutil.rmtree(tmp, ignore_errors=True)
         factory = getattr(self.item.config, "_tmp_path_factory", None)
         counters = getattr(factory, "_next_number", None)
-        match = _NUMBERED.fullmatch(tmp.name)
-        if isinstance(counters, dict) and match:
-            key, number = match.group(1).lower(), int(match.group(2))
+        if not isinstance(counters, dict):
+            return
+        # The name is prefix + number, and a prefix may end in digits too
+        # (test_1 + 1 is "test_11"): the split is the one whose prefix's
+        # counter stands right after this number.  Were the name not given
+        # back, every run would make a new one, and 3.12 interns path parts
+        # for good: a block per run.
+        name = tmp.name
+        start = len(name)
+        while start > 0 and name[start - 1].isdigit():
+            start -= 1
+        for split in range(len(name) - 1, start - 1, -1):
+            key, number = name[:split].lower(), int(name[split:])
             if counters.get(key) == number + 1:
                 counters[key] = number
+                return
 
     def run_reported(self):
         """The test's own run, whose reports pytest will log; remembers

@@ -337,3 +337,15 @@ def test_still_frozen():
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["LEAKED test_frozen.py::test_leaks*",
                                  plugin.MSG_GC_FROZEN])
+
+
+def test_tmp_path_names_ending_in_digits_are_reused(pytester):
+    """test_1's tmp_path is test_10, test_11, ...: names whose prefix ends
+    in a digit.  Each extra run must get its name back, or every run makes
+    a new one, which 3.12 interns for good (a block per run)."""
+    pytester.makepyfile(test_digits="".join(
+        f"def test_{i}(tmp_path):\n    (tmp_path / 'x').write_text('{i}')\n\n"
+        for i in range(12)))
+    result = pytester.runpytest_subprocess("--leaks")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(["*12 tests checked: 0 leak, 12 clean*"])
