@@ -21,7 +21,8 @@
  * whether the pointer can be in the table at all: almost every small free
  * stops there.  Blocks allocated before the hook was installed are not in
  * the table and their frees are ignored: py_bytes is "live large and raw
- * bytes allocated since install", which is what a delta needs.  The table
+ * bytes allocated since install", which is what a delta needs; such a
+ * block stays unknown when it is resized.  The table
  * lives in mmap'd memory so it never shows in the native_bytes probe.
  *
  * A block leaves the table before it is handed back to the allocator, so
@@ -333,7 +334,11 @@ hook_realloc(void *ctx, void *ptr, size_t new_size)
     if (p != NULL) {
         if (ptr == NULL)
             count(1);
-        if (TRACKED(DOMAIN(ctx), new_size))
+        /* A block born before the hook stays unknown when it moves: its
+         * old size is not known, so counting its new size would read a
+         * resize as growth (and its free is ignored anyway). */
+        if ((ptr == NULL || old != (size_t)-1) &&
+            TRACKED(DOMAIN(ctx), new_size))
             track(p, new_size);
     } else if (old != (size_t)-1) {
         track(ptr, old);               /* failed: ptr is still live */
