@@ -53,7 +53,6 @@ int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
 
 /* The allocator hook: install is idempotent, called with the GIL held. */
 int lc__pyhook_install(void *get_allocator, void *set_allocator);
-int lc__pyhook_installed(void);
 void lc__pyhook_read(int64_t *bytes, int64_t *allocs);
 
 /* ---- shared by scope.c and series.c ---- */

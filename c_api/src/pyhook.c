@@ -68,7 +68,6 @@ static struct {
     size_t mask;               /* slot count - 1 (a power of two)         */
     size_t used;               /* live entries                            */
     int64_t bytes;             /* sum of their sizes                      */
-    int64_t untracked;         /* blocks not tracked for lack of memory   */
     uint16_t filter[1u << LC__FILTER_BITS]; /* entries per filter hash    */
 } table;
 
@@ -216,9 +215,8 @@ track(void *ptr, size_t size)
 
     spin_lock(&table.lock);
     if (table.slots == NULL || (table.used + 1) * 2 > table.mask + 1) {
-        if (grow_unlocked() != 0) {
-            table.untracked++;
-            spin_unlock(&table.lock);
+        if (grow_unlocked() != 0) {     /* no memory: the block goes   */
+            spin_unlock(&table.lock);   /* unknown, as if born before  */
             return;
         }
     }
@@ -388,12 +386,6 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
     }
     installed = 1;
     return LC_OK;
-}
-
-int
-lc__pyhook_installed(void)
-{
-    return installed;
 }
 
 void
