@@ -38,6 +38,7 @@ static struct {
     void (*Err_Restore)(PyObject *, PyObject *, PyObject *);
     void (*Err_Clear)(void);
     PyObject *(*Err_Occurred)(void);
+    PyObject *(*List_New)(Py_ssize_t);
     void *Mem_GetAllocator;
     void *Mem_SetAllocator;
     Py_ssize_t (*GetAllocatedBlocks)(void); /* absent from 3.12 on       */
@@ -51,6 +52,8 @@ static struct {
     PyObject *gc_garbage;       /* the gc.garbage list                     */
     PyObject *sys_blocks;       /* sys.getallocatedblocks                  */
     PyObject *sys_totalrefs;    /* sys.gettotalrefcount, debug builds only */
+    int walk;                   /* 1: count objects by walking the GC list;
+                                 * 0: by len(gc.get_objects())             */
 } py;
 
 static lc_settle_fn settle_fn;
@@ -84,6 +87,7 @@ resolve(void)
     LC__SYM(Err_Restore, "PyErr_Restore");
     LC__SYM(Err_Clear, "PyErr_Clear");
     LC__SYM(Err_Occurred, "PyErr_Occurred");
+    LC__SYM(List_New, "PyList_New");
     api.Mem_GetAllocator = dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
     api.Mem_SetAllocator = dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
     LC__SYM(GetAllocatedBlocks, "_Py_GetAllocatedBlocks");
@@ -97,7 +101,8 @@ api_complete(void)
            api.AtExit && api.ImportModule && api.GetAttrString &&
            api.CallObject && api.Long_AsSsize_t && api.Object_Size &&
            api.DecRef && api.Err_Fetch && api.Err_Restore && api.Err_Clear &&
-           api.Err_Occurred && api.Mem_GetAllocator && api.Mem_SetAllocator;
+           api.Err_Occurred && api.List_New && api.Mem_GetAllocator &&
+           api.Mem_SetAllocator;
 }
 
 static void
@@ -107,6 +112,7 @@ forget_interpreter(void)
     py.ready = 0;
     py.gc_collect = py.gc_get_objects = py.gc_garbage = NULL;
     py.sys_blocks = py.sys_totalrefs = NULL;
+    py.walk = 0;
 }
 
 static PyObject *
@@ -124,6 +130,74 @@ attr(const char *module, const char *name)
 
 static int64_t call_int(PyObject *fn);
 static int64_t call_len(PyObject *fn);
+
+/*
+ * The objects probe counts what gc.get_objects() would return, without
+ * building that list.  Every version from 3.9 to 3.13 (default builds) puts
+ * a tracked object's PyGC_Head just before it: two words, the first the
+ * address of the next head in its generation's circular list.  A full
+ * collection merges every generation into the oldest, so after one, walking
+ * that list from a list object made just before it visits every tracked
+ * object but those made since (the caller's own), plus the generation's
+ * head, which has no object.  Objects frozen by gc.freeze() sit in another
+ * list and are not counted, as gc.get_objects() does not count them.
+ *
+ * The walk reads memory, nothing more, but relies on a layout: it is used
+ * only once a first walk gives exactly len(gc.get_objects()).
+ */
+typedef struct lc__gc_head {
+    uintptr_t next;            /* next head; bit 0 is a collection's flag  */
+    uintptr_t prev;
+} lc__gc_head;
+
+static lc__gc_head *
+gc_next(const lc__gc_head *g)
+{
+    return (lc__gc_head *)(g->next & ~(uintptr_t)3);
+}
+
+/* Tracked objects in the generation of `sentinel`, itself excluded; -1 if
+ * it is not tracked. */
+static int64_t
+walk_count(PyObject *sentinel)
+{
+    const lc__gc_head *start = (const lc__gc_head *)sentinel - 1, *g;
+    int64_t n = 0;
+
+    if (start->next == 0)
+        return -1;
+    for (g = gc_next(start); g != start; g = gc_next(g)) {
+        if (g == NULL)
+            return -1;
+        n++;
+    }
+    return n - 1; /* the list's head */
+}
+
+/* 1 when, right after a full collection, the walk counts what
+ * gc.get_objects() lists (the sentinel aside).  A collection that runs
+ * finalizers may leave new objects in the youngest generation, hence a few
+ * tries. */
+static int
+walk_agrees(void)
+{
+    int i, agrees = 0;
+
+    for (i = 0; i < 3 && !agrees; i++) {
+        PyObject *sentinel = api.List_New(0);
+        int64_t found, walked, listed;
+        if (sentinel == NULL) {
+            api.Err_Clear();
+            return 0;
+        }
+        found = call_int(py.gc_collect);
+        walked = walk_count(sentinel);
+        listed = call_len(py.gc_get_objects);
+        api.DecRef(sentinel);
+        agrees = found == 0 && walked >= 0 && listed == walked + 1;
+    }
+    return agrees;
+}
 
 /* Looks the objects up; GIL held.  0, or LC_EPYTHON with nothing kept. */
 static int
@@ -165,6 +239,7 @@ lookup_objects(void)
     call_int(py.sys_blocks);
     if (py.sys_totalrefs)
         call_int(py.sys_totalrefs);
+    py.walk = walk_agrees();
     py.ready = 1;
     return LC_OK;
 }
@@ -262,7 +337,7 @@ collect(void)
 int
 lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
 {
-    PyObject *et, *ev, *etb;
+    PyObject *et, *ev, *etb, *sentinel = NULL;
     int gil, rc = LC_OK;
 
     gil = api.GILState_Ensure();
@@ -275,6 +350,14 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
         rc = lc__pyhook_install(api.Mem_GetAllocator, api.Mem_SetAllocator);
     if (rc == LC_OK && settle_fn != NULL)
         settle_fn(settle_arg);
+    /* Made before the collection, so that the collection puts it in the
+     * oldest generation with everything that survives; see walk_count. */
+    if (rc == LC_OK && py.walk && (mask & LC_PROBE_BIT(LC_PROBE_OBJECTS)) &&
+        !(flags & LC_SNAPSHOT_NO_COLLECT)) {
+        sentinel = api.List_New(0);
+        if (sentinel == NULL)
+            api.Err_Clear();
+    }
     if (rc == LC_OK && !(flags & LC_SNAPSHOT_NO_COLLECT))
         rc = collect();
     if (rc != LC_OK)
@@ -306,12 +389,16 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
         put(snap, LC_PROBE_GARBAGE, n);
     }
     if (mask & LC_PROBE_BIT(LC_PROBE_OBJECTS))
-        put(snap, LC_PROBE_OBJECTS, call_len(py.gc_get_objects));
+        put(snap, LC_PROBE_OBJECTS, sentinel != NULL
+                                        ? walk_count(sentinel)
+                                        : call_len(py.gc_get_objects));
     /* Last, so that no other reading's temporaries hold references. */
     if ((mask & LC_PROBE_BIT(LC_PROBE_REFS)) && py.sys_totalrefs)
         put(snap, LC_PROBE_REFS, call_int(py.sys_totalrefs));
 
 done:
+    if (sentinel != NULL)
+        api.DecRef(sentinel);
     api.Err_Restore(et, ev, etb);
     api.GILState_Release(gil);
     return rc;
