@@ -13,24 +13,53 @@
  * size needs remembering: each thread adds to counters of its own (no
  * atomic instruction on the hot path) and a reading sums them.
  *
- * py_bytes needs the size of what is freed.  Blocks above pymalloc's small
- * request limit (512 bytes) and every raw-domain block go into one table,
- * pointer -> size, under a spin lock; small blocks are what `blocks` and
- * py_allocs already count, and keeping them out of the table keeps the
- * hook cheap.  A free first asks a counting filter, read without the lock,
- * whether the pointer can be in the table at all: almost every small free
- * stops there.  Blocks allocated before the hook was installed are not in
- * the table and their frees are ignored: py_bytes is "live large and raw
- * bytes allocated since install", which is what a delta needs; such a
- * block stays unknown when it is resized.  The table
- * lives in mmap'd memory so it never shows in the native_bytes probe.
+ * py_bytes needs the size of what is freed, including blocks allocated
+ * before the hook was installed (or inside another allocator call): a
+ * delta is exact only when a free subtracts what the allocation added.
+ * How the size is found depends on the allocators CPython runs with, as
+ * CPython itself names them (_PyMem_GetCurrentAllocatorName, read once at
+ * install, before the hook changes them):
  *
- * A block leaves the table before it is handed back to the allocator, so
- * an address re-used at once by another thread is never confused with it.
+ * - "pymalloc" (the default) and "malloc": every raw-domain block is a
+ *   malloc chunk, and so is every block pymalloc hands on to the raw
+ *   domain (requests over 512 bytes, or of 0 bytes); under "malloc" every
+ *   block of every domain is one.  A chunk counts its *usable* size,
+ *   malloc_usable_size(), read at allocation and again at free or resize:
+ *   the size of a block born before the hook is known when it dies.
+ *   pymalloc's own small blocks count 0 bytes: `blocks` and py_allocs
+ *   count them.  Whether an object-domain block is a chunk is seen, not
+ *   guessed: pymalloc frees or allocates it through PyMem_Raw*, and the
+ *   raw hook, called inside the object-domain call, notes that the pointer
+ *   it handles is the one the outer call is about (`nest`).  pymalloc's
+ *   own bookkeeping (its arena vector, its radix tree) goes through the
+ *   raw domain too and counts nothing, as before.  No table: a per-thread
+ *   counter, like py_allocs.
+ * - "pymalloc_debug" and "malloc_debug" (PYTHONMALLOC=debug, debug builds
+ *   of CPython): every block carries CPython's debug header, which holds
+ *   the size requested, big-endian, 2 * sizeof(size_t) bytes before the
+ *   pointer.  A raw block, and a block of another domain over 512 bytes,
+ *   counts its requested size, read from the header at free or resize.
+ * - anything else (tracemalloc or another hook installed first, mimalloc):
+ *   nothing tells a block's size.  Blocks above pymalloc's small request
+ *   limit (512 bytes) and every raw-domain block go into one table,
+ *   pointer -> requested size, under a spin lock; a free first asks a
+ *   counting filter, read without the lock, whether the pointer can be in
+ *   the table at all.  Blocks the table never saw are ignored when freed
+ *   and stay unknown when resized, so there py_bytes can read a block
+ *   freed and replaced as growth.  The table lives in mmap'd memory so it
+ *   never shows in the native_bytes probe.  A block leaves the table before
+ *   it is handed back to the allocator, so an address re-used at once by
+ *   another thread is never confused with it.
+ *
+ * So py_bytes is "usable bytes of live large and raw blocks" under the
+ * release allocators, "requested bytes" under the debug hooks; its value
+ * is relative to the install (it can be negative), its deltas are exact.
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -76,6 +105,7 @@ static struct {
  * for the next new thread, counts included, so the sum stays right. */
 typedef struct lc__counts {
     int64_t allocs;            /* allocations minus frees by this thread  */
+    int64_t bytes;             /* bytes added minus removed (no table)    */
     struct lc__counts *next;   /* all blocks, for readers; under reg_lock */
     int in_use;                /* 0: free for a new thread; under reg_lock */
 } lc__counts;
@@ -88,6 +118,16 @@ static lc__allocator prev[LC__DOMAINS]; /* what we forward to; set once   */
 static int installed;          /* written once, with the GIL held         */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
+
+/* What the raw hook saw inside an object-domain (or mem-domain) call of
+ * pymalloc: whether the block that call frees or resizes (`watch`) was a
+ * malloc chunk, and its usable size then (`freed`); the last block a
+ * nested raw call handed out (`out`). */
+static __thread struct {
+    void *watch;
+    void *out;
+    size_t freed;
+} nest __attribute__((tls_model("initial-exec")));
 
 static inline void
 spin_lock(char *l)
@@ -169,6 +209,16 @@ count(int64_t n)
     if (c == NULL && (c = counts_slow()) == NULL)
         return;
     c->allocs += n;
+}
+
+static inline void
+count_bytes(int64_t n, int64_t bytes)
+{
+    lc__counts *c = my_counts;
+    if (c == NULL && (c = counts_slow()) == NULL)
+        return;
+    c->allocs += n;
+    c->bytes += bytes;
 }
 
 /* ---- the table ---- */
@@ -273,13 +323,15 @@ untrack(void *ptr)
     return size;
 }
 
-/* ---- the hook: ctx is the domain number ---- */
+/* ---- the hooks: ctx is the domain number ---- */
+
+/* -- no size known: the table -- */
 
 #define DOMAIN(ctx) ((int)(intptr_t)(ctx))
 #define TRACKED(d, size) ((d) == LC__DOMAIN_RAW || (size) > LC__SMALL)
 
 static void *
-hook_malloc(void *ctx, size_t size)
+table_malloc(void *ctx, size_t size)
 {
     const lc__allocator *a = &prev[DOMAIN(ctx)];
     void *p;
@@ -298,7 +350,7 @@ hook_malloc(void *ctx, size_t size)
 }
 
 static void *
-hook_calloc(void *ctx, size_t nelem, size_t elsize)
+table_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     const lc__allocator *a = &prev[DOMAIN(ctx)];
     void *p;
@@ -317,7 +369,7 @@ hook_calloc(void *ctx, size_t nelem, size_t elsize)
 }
 
 static void *
-hook_realloc(void *ctx, void *ptr, size_t new_size)
+table_realloc(void *ctx, void *ptr, size_t new_size)
 {
     const lc__allocator *a = &prev[DOMAIN(ctx)];
     size_t old = (size_t)-1;
@@ -346,7 +398,7 @@ hook_realloc(void *ctx, void *ptr, size_t new_size)
 }
 
 static void
-hook_free(void *ctx, void *ptr)
+table_free(void *ctx, void *ptr)
 {
     const lc__allocator *a = &prev[DOMAIN(ctx)];
 
@@ -361,11 +413,305 @@ hook_free(void *ctx, void *ptr)
     in_hook = 0;
 }
 
+/* -- malloc chunks: their usable size -- */
+
+static inline int64_t
+usable(void *p)
+{
+    return (int64_t)malloc_usable_size(p);
+}
+
+/* A domain whose blocks are all malloc chunks: the raw domain, and every
+ * domain under "malloc".  Called inside another allocator call (in_hook),
+ * it only notes what it handled, for the outer call (see `nest`). */
+static void *
+direct_malloc(void *ctx, size_t size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook) {
+        p = a->malloc(a->ctx, size);
+        nest.out = p;
+        return p;
+    }
+    in_hook = 1;
+    p = a->malloc(a->ctx, size);
+    if (p != NULL)
+        count_bytes(1, usable(p));
+    in_hook = 0;
+    return p;
+}
+
+static void *
+direct_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook) {
+        p = a->calloc(a->ctx, nelem, elsize);
+        nest.out = p;
+        return p;
+    }
+    in_hook = 1;
+    p = a->calloc(a->ctx, nelem, elsize);
+    if (p != NULL)
+        count_bytes(1, usable(p));
+    in_hook = 0;
+    return p;
+}
+
+static void *
+direct_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    int64_t old = ptr != NULL ? usable(ptr) : 0;  /* before it may go */
+    void *p;
+
+    if (in_hook) {
+        p = a->realloc(a->ctx, ptr, new_size);
+        if (p != NULL) {
+            if (ptr != NULL && ptr == nest.watch)
+                nest.freed = (size_t)old;
+            nest.out = p;
+        }
+        return p;
+    }
+    in_hook = 1;
+    p = a->realloc(a->ctx, ptr, new_size);
+    if (p != NULL)          /* on failure ptr is still live, unchanged */
+        count_bytes(ptr == NULL, usable(p) - old);
+    in_hook = 0;
+    return p;
+}
+
+static void
+direct_free(void *ctx, void *ptr)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+
+    if (ptr == NULL) {
+        a->free(a->ctx, ptr);
+        return;
+    }
+    if (in_hook) {
+        if (ptr == nest.watch)
+            nest.freed = (size_t)usable(ptr);
+        a->free(a->ctx, ptr);
+        return;
+    }
+    in_hook = 1;
+    count_bytes(-1, -usable(ptr));
+    a->free(a->ctx, ptr);
+    in_hook = 0;
+}
+
+/* pymalloc's domains ("pymalloc": mem and obj).  A block is a malloc chunk
+ * when pymalloc passes it through PyMem_Raw*: the raw hook, nested, says
+ * so.  pymalloc itself never frees or resizes a block it does not own
+ * through anything but PyMem_RawFree / PyMem_RawRealloc of that very
+ * pointer, and hands a large block out straight from PyMem_RawMalloc. */
+static void *
+forward_malloc(void *ctx, size_t size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook)
+        return a->malloc(a->ctx, size);
+    in_hook = 1;
+    nest.out = NULL;
+    p = a->malloc(a->ctx, size);
+    if (p != NULL)
+        count_bytes(1, p == nest.out ? usable(p) : 0);
+    in_hook = 0;
+    return p;
+}
+
+static void *
+forward_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook)
+        return a->calloc(a->ctx, nelem, elsize);
+    in_hook = 1;
+    nest.out = NULL;
+    p = a->calloc(a->ctx, nelem, elsize);
+    if (p != NULL)
+        count_bytes(1, p == nest.out ? usable(p) : 0);
+    in_hook = 0;
+    return p;
+}
+
+static void *
+forward_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook)
+        return a->realloc(a->ctx, ptr, new_size);
+    in_hook = 1;
+    nest.watch = ptr;
+    nest.freed = 0;
+    nest.out = NULL;
+    p = a->realloc(a->ctx, ptr, new_size);
+    if (p != NULL)
+        count_bytes(ptr == NULL, (p == nest.out ? usable(p) : 0) -
+                                     (int64_t)nest.freed);
+    in_hook = 0;
+    return p;
+}
+
+static void
+forward_free(void *ctx, void *ptr)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+
+    if (in_hook || ptr == NULL) {
+        a->free(a->ctx, ptr);
+        return;
+    }
+    in_hook = 1;
+    nest.watch = ptr;
+    nest.freed = 0;
+    a->free(a->ctx, ptr);
+    count_bytes(-1, -(int64_t)nest.freed);
+    in_hook = 0;
+}
+
+/* -- CPython's debug hooks: the requested size, from the block's header -- */
+
+static inline int64_t
+debug_bytes(int d, const void *ptr)
+{
+    const unsigned char *q = (const unsigned char *)ptr - 2 * sizeof(size_t);
+    size_t n = 0, i;
+
+    for (i = 0; i < sizeof(size_t); i++)     /* big-endian */
+        n = (n << 8) | q[i];
+    return TRACKED(d, n) ? (int64_t)n : 0;
+}
+
+#define DEBUG_BYTES(d, n) (TRACKED(d, n) ? (int64_t)(n) : 0)
+
+static void *
+debug_malloc(void *ctx, size_t size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook)
+        return a->malloc(a->ctx, size);
+    in_hook = 1;
+    p = a->malloc(a->ctx, size);
+    if (p != NULL)
+        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), size));
+    in_hook = 0;
+    return p;
+}
+
+static void *
+debug_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    void *p;
+
+    if (in_hook)
+        return a->calloc(a->ctx, nelem, elsize);
+    in_hook = 1;
+    p = a->calloc(a->ctx, nelem, elsize);
+    if (p != NULL)                  /* p != NULL: no overflow */
+        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), nelem * elsize));
+    in_hook = 0;
+    return p;
+}
+
+static void *
+debug_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    int64_t old;
+    void *p;
+
+    if (in_hook)
+        return a->realloc(a->ctx, ptr, new_size);
+    in_hook = 1;
+    old = ptr != NULL ? debug_bytes(DOMAIN(ctx), ptr) : 0;
+    p = a->realloc(a->ctx, ptr, new_size);
+    if (p != NULL)
+        count_bytes(ptr == NULL, DEBUG_BYTES(DOMAIN(ctx), new_size) - old);
+    in_hook = 0;
+    return p;
+}
+
+static void
+debug_free(void *ctx, void *ptr)
+{
+    const lc__allocator *a = &prev[DOMAIN(ctx)];
+
+    if (in_hook || ptr == NULL) {
+        a->free(a->ctx, ptr);
+        return;
+    }
+    in_hook = 1;
+    count_bytes(-1, -debug_bytes(DOMAIN(ctx), ptr));
+    a->free(a->ctx, ptr);
+    in_hook = 0;
+}
+
+/* ---- install, read ---- */
+
+static const lc__allocator table_hooks = {
+    NULL, table_malloc, table_calloc, table_realloc, table_free};
+static const lc__allocator direct_hooks = {
+    NULL, direct_malloc, direct_calloc, direct_realloc, direct_free};
+static const lc__allocator forward_hooks = {
+    NULL, forward_malloc, forward_calloc, forward_realloc, forward_free};
+static const lc__allocator debug_hooks = {
+    NULL, debug_malloc, debug_calloc, debug_realloc, debug_free};
+
+/* The hooks for each domain, from the name CPython gives its current
+ * allocators (NULL when they are not all CPython's own). */
+static void
+choose_hooks(const lc__allocator *hooks[LC__DOMAINS])
+{
+    typedef const char *(*name_fn)(void);
+    name_fn fn;
+    const char *name = NULL;
+    int d;
+
+    *(void **)&fn = dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
+    if (fn != NULL)
+        name = fn();
+    for (d = 0; d < LC__DOMAINS; d++)
+        hooks[d] = &table_hooks;
+    if (name == NULL)
+        return;
+    if (strcmp(name, "pymalloc") == 0) {
+        hooks[LC__DOMAIN_RAW] = &direct_hooks;
+        for (d = 0; d < LC__DOMAINS; d++)
+            if (d != LC__DOMAIN_RAW)
+                hooks[d] = &forward_hooks;
+    } else if (strcmp(name, "malloc") == 0) {
+        for (d = 0; d < LC__DOMAINS; d++)
+            hooks[d] = &direct_hooks;
+    } else if (strcmp(name, "pymalloc_debug") == 0 ||
+               strcmp(name, "malloc_debug") == 0) {
+        for (d = 0; d < LC__DOMAINS; d++)
+            hooks[d] = &debug_hooks;
+    }
+}
+
 int
 lc__pyhook_install(void *get_allocator, void *set_allocator)
 {
     lc__get_alloc_fn get = (lc__get_alloc_fn)get_allocator;
     lc__set_alloc_fn set = (lc__set_alloc_fn)set_allocator;
+    const lc__allocator *hooks[LC__DOMAINS];
     int d;
 
     if (installed)
@@ -374,14 +720,12 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
         return LC_EUNAVAIL;
     if (pthread_key_create(&counts_key, release_counts) != 0)
         return LC_ESYS;
-    for (d = 0; d < LC__DOMAINS; d++) {
-        lc__allocator mine;
+    choose_hooks(hooks);
+    for (d = 0; d < LC__DOMAINS; d++)
         get(d, &prev[d]);
+    for (d = 0; d < LC__DOMAINS; d++) {
+        lc__allocator mine = *hooks[d];
         mine.ctx = (void *)(intptr_t)d;
-        mine.malloc = hook_malloc;
-        mine.calloc = hook_calloc;
-        mine.realloc = hook_realloc;
-        mine.free = hook_free;
         set(d, &mine);
     }
     installed = 1;
@@ -392,14 +736,16 @@ void
 lc__pyhook_read(int64_t *bytes, int64_t *allocs)
 {
     const lc__counts *c;
-    int64_t n = 0;
+    int64_t n = 0, b = 0;
 
     spin_lock(&reg_lock);
-    for (c = all_counts; c != NULL; c = c->next)
+    for (c = all_counts; c != NULL; c = c->next) {
         n += __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
+        b += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+    }
     spin_unlock(&reg_lock);
     spin_lock(&table.lock);
-    *bytes = table.bytes;
+    *bytes = b + table.bytes;
     spin_unlock(&table.lock);
     *allocs = n;
 }

@@ -1,0 +1,157 @@
+"""py_bytes is exact for blocks born before leakcheck's allocator hook.
+
+A block allocated before the hook was installed (before the process's
+first snapshot that reads py_bytes or py_allocs) that is freed and replaced
+by a block of the same size, or resized, must move py_bytes by exactly what
+changed: nothing for a replacement, the difference for a resize.  The hook
+used to ignore such a free and count the replacement, so a clean scope read
+growth.
+
+Each case runs in a fresh interpreter, so that the blocks are born before
+the hook whatever ran before in this process, once with the interpreter's
+own allocators and once under each of PYTHONMALLOC=malloc, pymalloc_debug
+and malloc_debug.  The blocks are PyMem_RawMalloc, PyMem_Malloc and
+PyObject_Malloc blocks over pymalloc's 512-byte limit, handled through
+ctypes, and the buffer of a bytes object.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r"""
+import ctypes, json, sys
+
+SIZE = 1000                     # over pymalloc's small request limit
+api = ctypes.pythonapi
+name = api._PyMem_GetCurrentAllocatorName
+name.restype = ctypes.c_char_p
+allocator = name()              # read before the hook changes them
+allocator = allocator.decode() if allocator else None
+libc = ctypes.CDLL(None)
+libc.malloc_usable_size.restype = ctypes.c_size_t
+libc.malloc_usable_size.argtypes = [ctypes.c_void_p]
+
+DOMAINS = {}
+for domain, prefix in (("raw", "PyMem_Raw"), ("mem", "PyMem_"),
+                       ("obj", "PyObject_")):
+    malloc = getattr(api, prefix + "Malloc")
+    malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    realloc = getattr(api, prefix + "Realloc")
+    realloc.restype = ctypes.c_void_p
+    realloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    free = getattr(api, prefix + "Free")
+    free.restype, free.argtypes = None, [ctypes.c_void_p]
+    free(realloc(malloc(SIZE), 2 * SIZE))     # first calls, before the hook
+    DOMAINS[domain] = malloc, realloc, free
+
+# Blocks born before the hook: three per domain, and a bytes object.
+born = {d: [m(SIZE) for _ in range(3)] for d, (m, r, f) in DOMAINS.items()}
+old_bytes = bytes(SIZE)
+
+import leakcheck
+
+PROBES = ["py_bytes", "py_allocs"]
+leakcheck.snapshot(PROBES)      # installs the hook
+with leakcheck.scope(probes=PROBES):
+    pass                        # the scope's own first use
+
+def counted(domain, ptr, size):
+    # What py_bytes counts for a live block: its usable size under the
+    # release allocators, its requested size under the debug hooks.
+    if allocator in ("pymalloc", "malloc"):
+        chunk = allocator == "malloc" or domain == "raw" or size > 512
+        return libc.malloc_usable_size(ptr) if chunk else 0
+    return size if domain == "raw" or size > 512 else 0
+
+def measure(body):
+    try:
+        with leakcheck.scope(probes=PROBES) as s:
+            body()
+    except leakcheck.LeakError as e:
+        return {"leak": str(e)}
+    return {"deltas": s.deltas, "expected": 0}
+
+results = {"allocator": allocator}
+kept = (ctypes.c_void_p * 16)()     # keeps blocks without a new object
+n_kept = iter(range(16))
+for domain, (malloc, realloc, free) in DOMAINS.items():
+    blocks = born[domain]
+
+    def replace():
+        # Freed, and a block of the same size made in its place.
+        free(blocks[0])
+        kept[next(n_kept)] = malloc(SIZE)
+
+    def resize_and_replace():
+        # Resized (moved, most likely), freed, and replaced.
+        free(realloc(blocks[1], 5 * SIZE))
+        kept[next(n_kept)] = malloc(SIZE)
+
+    def resize():
+        # A resize counts the difference: read by snapshots, not a scope
+        # (it grows on purpose), with nothing new alive but the block.
+        before = counted(domain, blocks[2], SIZE)
+        i = next(n_kept)
+        a = leakcheck.snapshot(PROBES)
+        kept[i] = realloc(blocks[2], 5 * SIZE)
+        b = leakcheck.snapshot(PROBES)
+        return {"deltas": b - a,
+                "expected": counted(domain, kept[i], 5 * SIZE) - before}
+
+    for case in (replace, resize_and_replace):
+        results[f"{domain}-{case.__name__}"] = measure(case)
+    results[f"{domain}-resize"] = resize()
+
+def bytes_object():
+    global old_bytes
+    old_bytes = None
+    old_bytes = bytes(SIZE)
+
+results["bytes-replace"] = measure(bytes_object)
+print(json.dumps(results))
+"""
+
+CASES = [f"{domain}-{case}" for domain in ("raw", "mem", "obj")
+         for case in ("replace", "resize_and_replace", "resize")]
+CASES.append("bytes-replace")
+
+# The allocator names under which py_bytes can tell a block's size.
+EXACT = {"pymalloc", "malloc", "pymalloc_debug", "malloc_debug"}
+
+_runs = {}
+
+
+def run(pythonmalloc):
+    if pythonmalloc not in _runs:
+        env = dict(os.environ)
+        env.pop("PYTHONTRACEMALLOC", None)
+        env.pop("PYTHONMALLOC", None)
+        if pythonmalloc:
+            env["PYTHONMALLOC"] = pythonmalloc
+        proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=os.path.dirname(__file__))
+        assert proc.returncode == 0, proc.stderr
+        _runs[pythonmalloc] = json.loads(proc.stdout)
+    return _runs[pythonmalloc]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("pythonmalloc",
+                         [None, "malloc", "pymalloc_debug", "malloc_debug"],
+                         ids=["default", "malloc", "pymalloc_debug",
+                              "malloc_debug"])
+def test_a_block_born_before_the_hook_moves_py_bytes_exactly(pythonmalloc,
+                                                             case):
+    results = run(pythonmalloc)
+    if results["allocator"] not in EXACT:
+        pytest.skip(f"allocators {results['allocator']!r}: py_bytes keeps "
+                    f"a table of the blocks it saw born")
+    result = results[case]
+    assert "leak" not in result, result["leak"]
+    assert result["deltas"]["py_allocs"] == 0
+    assert result["deltas"]["py_bytes"] == result["expected"]
