@@ -67,13 +67,32 @@ class _GcFreezer:
     gc.unfreeze() releases everything frozen, also what was frozen before
     the session began (CPython 3.12 starts with a few hundred immortal
     tuples there, which no collection can free).  What code running in the
-    session froze itself is not ours to release: when the frozen count grew
-    after `baseline` was read, the freezer stays out of the way."""
+    session froze itself is not ours to release.  Frozen before our first
+    freeze, it shows in gc.get_freeze_count().  Frozen while ours holds (a
+    session fixture set up by a checked test, a hook), the count cannot
+    tell, since frozen objects still die when their last reference goes: so
+    while ours holds, gc.freeze is wrapped to see such a call.  Either way
+    the freezer stays out of the way for the rest of the session and leaves
+    frozen what is frozen: that is what the other code asked for, its
+    gc.freeze() froze everything alive, ours included."""
 
     def __init__(self, baseline):
         self.baseline = baseline
         self.ours = False
+        self.theirs = False         # gc.freeze() called while ours held
         self.refused = False
+
+    def _their_freeze(self):
+        self.theirs = True
+        _gc_freeze()
+
+    def _release(self):
+        """Stops watching; True when someone else froze meanwhile."""
+        self.ours = False
+        gc.freeze = _gc_freeze
+        if self.theirs:
+            self.refused = True
+        return self.theirs
 
     def begin(self):
         if self.refused:
@@ -83,14 +102,20 @@ class _GcFreezer:
                 self.refused = True
                 return
             self.ours = True
+            gc.freeze = self._their_freeze
+        elif self.theirs:
+            self._release()
+            return
         gc.collect()
-        gc.freeze()
+        _gc_freeze()
 
     def end(self):
-        if self.ours:
+        if self.ours and not self._release():
             gc.unfreeze()
-            self.ours = False
             self.baseline = gc.get_freeze_count()
+
+
+_gc_freeze = gc.freeze
 
 
 class State:

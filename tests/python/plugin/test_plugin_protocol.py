@@ -339,6 +339,39 @@ def test_still_frozen():
                                  plugin.MSG_GC_FROZEN])
 
 
+def test_heap_frozen_by_a_session_fixture_stays_frozen(pytester):
+    """A session fixture set up inside the first checked test freezes the
+    heap after the plugin did: the plugin must not unfreeze it (that would
+    undo the fixture's freeze) and must not take it as its own."""
+    pytester.makeconftest('''
+import gc
+import pytest
+
+@pytest.fixture(scope="session", autouse=True)
+def frozen_heap():
+    gc.freeze()             # e.g. before forking workers of its own
+    yield
+''')
+    pytester.makepyfile(test_frozen='''
+import gc
+
+_KEPT = []
+
+def test_clean():
+    pass
+
+def test_leaks():
+    _KEPT.append([])
+
+def test_still_frozen():
+    assert gc.get_freeze_count() > 0
+''')
+    result = pytester.runpytest_subprocess("--leaks", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["LEAKED test_frozen.py::test_leaks*",
+                                 plugin.MSG_GC_FROZEN])
+
+
 def test_tmp_path_names_ending_in_digits_are_reused(pytester):
     """test_1's tmp_path is test_10, test_11, ...: names whose prefix ends
     in a digit.  Each extra run must get its name back, or every run makes
