@@ -21,7 +21,9 @@ config.stash[STATE].
 import atexit
 import gc
 import os
+import signal
 import sys
+import threading
 import tracemalloc
 
 import _pytest
@@ -130,11 +132,16 @@ class State:
         self.report = None                # reportmod.Report, in the writer
         self.records = {}                 # test id -> record, for the summary
         self.freezer = _GcFreezer(gc.get_freeze_count())
+        self.sigterm_handler = None       # ours, while installed
 
     def add(self, rec):
         self.records[rec["id"]] = rec
         if self.report is not None:
             self.report.add(rec)
+            try:
+                self.report.checkpoint()
+            except OSError as e:
+                self.report.write_error = f"{e.strerror or e}"
 
     def mark_partial(self, reason):
         if self.report is not None:
@@ -181,7 +188,16 @@ def pytest_configure(config):
             settings=_settings_dict(session_settings),
             probes=_probes_dict(),
             environment=reportmod.environment(config, _version()))
+        try:
+            state.report.checkpoint()   # a valid report from the start
+        except OSError as e:
+            raise pytest.UsageError(str(BadValue(
+                session_settings.wheres["report"],
+                settingsmod.PROBLEM_REPORT.format(
+                    value=session_settings.report_path,
+                    reason=e.strerror or e)))) from None
         atexit.register(_write_at_exit, state)
+        _catch_sigterm(state)
     config.pluginmanager.register(_SessionHooks(state), "leakcheck-session")
 
 
@@ -195,6 +211,7 @@ def pytest_unconfigure(config):
         config.pluginmanager.unregister(hooks)
     if state.report is not None:
         atexit.unregister(_write_at_exit)
+        _release_sigterm(state)
         if not state.report.written:
             state.report.mark_partial("pytest ended before the session "
                                       "finished")
@@ -592,6 +609,34 @@ def _write(state):
         state.report.write_error = f"{e.strerror or e}"
     else:
         state.report.write_error = None
+
+
+def _catch_sigterm(state):
+    """SIGTERM (a CI job's timeout, `kill`) ends the process without atexit:
+    write the report, marked partial, then die of the signal as before.
+    Only when nobody else handles SIGTERM, and from the main thread (where
+    Python runs signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum, frame):
+        signal.signal(signum, signal.SIG_DFL)
+        if state.report is not None and not state.report.written:
+            state.report.mark_partial("terminated (SIGTERM)")
+            _write(state)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    state.sigterm_handler = on_sigterm
+
+
+def _release_sigterm(state):
+    handler = state.sigterm_handler
+    if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    state.sigterm_handler = None
 
 
 def _write_at_exit(state):

@@ -22,18 +22,32 @@ copy of the schema names: the gate runs with the standard library alone).
 Files are written by leakcheck.write_report, the gate's own writer: whole
 and atomically (a temporary file renamed over the target), so a reader
 never sees half a report.
+
+While the session runs, the report is also written as checkpoints, marked
+partial (CHECKPOINT_REASON): at the start, then each time the records grew
+by a twentieth (so after each of the first twenty tests, and about 20 * ln
+n writes in all: the cost stays a small share however long the run), or
+at least every CHECKPOINT_SECONDS.  A process that dies where nothing can
+write (a segfault in a C extension, SIGKILL, the out-of-memory killer)
+leaves the last checkpoint: a valid report of what ran, saying it is
+partial.  The final write replaces it.
 """
 
 import datetime
 import json
 import platform
 import sys
+import time
 
 import leakcheck
 
 SCHEMA = "leakcheck-report/1"
 BASELINE_SCHEMA = "leakcheck-baseline/1"
 VERDICTS = ("leak", "clean", "error", "skipped")
+CHECKPOINT_REASON = ("the run had not finished when this report was written "
+                     "(a checkpoint: the process may have died)")
+CHECKPOINT_SHARE = 20       # new records per checkpoint: 1/20 of the total
+CHECKPOINT_SECONDS = 30.0
 
 
 def load_baseline(path):
@@ -76,8 +90,10 @@ class Report:
         self.environment = environment
         self.records = {}           # test id -> record, last one wins
         self.partial_reasons = []
-        self.written = False
+        self.written = False        # the final write happened
         self.write_error = None     # why the last write failed
+        self._checkpointed = None   # records at the last checkpoint
+        self._checkpoint_time = 0.0
 
     def add(self, record):
         self.records[record["id"]] = record
@@ -95,11 +111,12 @@ class Report:
             counts["known"] += bool(r.get("known"))
         return counts
 
-    def document(self):
+    def document(self, extra_reasons=()):
+        reasons = self.partial_reasons + list(extra_reasons)
         return {
             "schema": SCHEMA,
-            "partial": bool(self.partial_reasons),
-            "partial_reasons": list(self.partial_reasons),
+            "partial": bool(reasons),
+            "partial_reasons": reasons,
             "created": datetime.datetime.now(datetime.timezone.utc)
                                .strftime("%Y-%m-%dT%H:%M:%SZ"),
             "environment": self.environment,
@@ -112,6 +129,20 @@ class Report:
     def write(self):
         leakcheck.write_report(self.path, self.document())
         self.written = True
+
+    def checkpoint(self):
+        """Writes the report so far, marked partial, when it is due (see the
+        module's text); never after the final write.  Raises OSError."""
+        n, now = len(self.records), time.monotonic()
+        if self.written or n == self._checkpointed:
+            return
+        if (self._checkpointed is not None
+                and (n - self._checkpointed) * CHECKPOINT_SHARE < n
+                and now - self._checkpoint_time < CHECKPOINT_SECONDS):
+            return
+        leakcheck.write_report(self.path,
+                               self.document([CHECKPOINT_REASON]))
+        self._checkpointed, self._checkpoint_time = n, now
 
 
 def environment(config, leakcheck_version):

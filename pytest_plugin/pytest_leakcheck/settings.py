@@ -83,6 +83,7 @@ PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
                       "positional {value!r}")
 PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
 PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
+PROBLEM_REPORT = "cannot write report {value}: {reason}"
 
 
 class BadValue(ValueError):

@@ -212,6 +212,17 @@ def test_bad_ini_values_name_the_ini_file(pytester, key, value, problem,
                                                   problem=problem)])
 
 
+def test_unwritable_report_is_a_usage_error(pytester, clean_source):
+    """Found before any test runs, not after an hour of them."""
+    pytester.makepyfile(clean_source)
+    pytester.makefile(".txt", notadir="a file, not a folder")
+    result = pytester.runpytest_subprocess("--leaks-report=notadir.txt/r.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: " + _cli("--leaks-report", settings.PROBLEM_REPORT.format(
+            value="*notadir.txt/r.json", reason="*"))])
+
+
 def test_unusable_baseline_is_a_usage_error(pytester, clean_source):
     pytester.makepyfile(clean_source)
     pytester.makefile(".json", wrong='{"schema": "something/9"}')

@@ -3,6 +3,7 @@ is interrupted or a worker dies) and the gate's three exit codes."""
 
 import io
 import json
+import signal
 import sys
 
 import pytest
@@ -209,6 +210,88 @@ def test_interrupted_run_leaves_a_partial_report(pytester, read_report):
     assert recs["test_int.py::test_1_done"]["verdict"] == "leak"
     result.stdout.fnmatch_lines(["*" + plugin.MSG_REPORT_WRITTEN.format(
         path=pytester.path / "r.json", partial=" (partial: *")])
+
+
+TERMINATED = '''
+import os
+import signal
+
+_KEPT = []
+
+def test_1_done():
+    _KEPT.append([])
+
+def test_2_terminated():
+    os.kill(os.getpid(), signal.SIGTERM)       # as a CI job's timeout does
+
+def test_3_never_runs():
+    pass
+'''
+
+
+def test_terminated_run_leaves_a_partial_report(pytester, read_report):
+    pytester.makepyfile(test_term=TERMINATED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    assert result.ret == -signal.SIGTERM        # it still dies of the signal
+    report, recs = read_report()
+    assert report["partial"] is True
+    assert "terminated (SIGTERM)" in report["partial_reasons"]
+    assert list(recs) == ["test_term.py::test_1_done"]
+    assert recs["test_term.py::test_1_done"]["verdict"] == "leak"
+
+
+SEGFAULT = '''
+import ctypes
+
+_KEPT = []
+
+def test_1_done():
+    _KEPT.append([])
+
+def test_2_clean():
+    pass
+
+def test_3_segfaults():
+    ctypes.string_at(0)                        # a C extension's crash
+
+def test_4_never_runs():
+    pass
+'''
+
+
+def test_segfault_leaves_the_last_checkpoint(pytester, read_report):
+    """Nothing can write as a segfault kills the process: what is left is
+    the last checkpoint, a valid report of the tests that finished."""
+    pytester.makepyfile(test_segv=SEGFAULT)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:faulthandler")
+    assert result.ret == -signal.SIGSEGV
+    report, recs = read_report()
+    assert report["partial"] is True
+    assert report["partial_reasons"] == [reportmod.CHECKPOINT_REASON]
+    assert list(recs) == ["test_segv.py::test_1_done",
+                          "test_segv.py::test_2_clean"]
+    assert report["summary"]["leak"] == 1 and report["summary"]["clean"] == 1
+    status, out, _ = _gate(str(pytester.path / "r.json"))
+    assert status == 1 and "test_segv.py::test_1_done" in out
+    assert "partial" in out
+
+
+def test_checkpoints_stay_few_in_a_long_run(monkeypatch):
+    """After each of the first twenty records, then each time the records
+    grew by a twentieth: about 20 * ln(n) writes for n tests."""
+    rep = reportmod.Report("unused.json", settings={}, probes={},
+                           environment={})
+    writes = []
+    monkeypatch.setattr(reportmod.leakcheck, "write_report",
+                        lambda path, doc: writes.append(len(doc["tests"])))
+    rep.checkpoint()
+    for i in range(2000):
+        rep.add({"id": f"t{i:05d}", "verdict": "clean"})
+        rep.checkpoint()
+    assert writes[:21] == list(range(21))
+    assert 100 < len(writes) < 130          # 20 + 20 * ln(2000 / 20) = 112
+    assert writes[-1] >= 2000 * 19 // 20
 
 
 CRASH = '''
