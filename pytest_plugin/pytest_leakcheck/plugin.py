@@ -32,6 +32,7 @@ import pytest
 
 import leakcheck
 
+from . import hooks
 from . import report as reportmod
 from . import settings as settingsmod
 from .runner import ItemRunner, outcome_of
@@ -158,6 +159,10 @@ OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
 
 
 # ---- registration -------------------------------------------------------
+
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(hooks)
+
 
 def pytest_addoption(parser):
     settingsmod.add_options(parser)
@@ -368,19 +373,23 @@ _HARNESS = tuple(os.path.dirname(module.__file__)
                  for module in (_pytest, pluggy, sys.modules[__name__]))
 
 
-def _diagnose(runner, leaking):
+def _diagnose(item, runner, leaking):
     """leakcheck.diagnose() over more runs of the test.  Tracing starts one
     run earlier than the diagnosis compares: pytest replaces some of its own
     objects every run (a log stream per phase, a stash entry), and a
     replacement made before tracing began would read as memory the test
-    kept."""
+    kept.  Each run is followed by the settle hook, as in the series."""
+    def run_once():
+        runner.run_again()
+        item.ihook.pytest_leakcheck_settle(item=item)
+
     started = False
     try:
         if not tracemalloc.is_tracing():
             tracemalloc.start(DIAGNOSIS_FRAMES)
             started = True
-            runner.run_again()
-        return leakcheck.diagnose(runner.run_again, list(leaking),
+            run_once()
+        return leakcheck.diagnose(run_once, list(leaking),
                                   runs=DIAGNOSIS_RUNS, ignore=_HARNESS)
     except Exception:
         return None
@@ -469,8 +478,11 @@ def _hunt(item, nextitem, state):
     reports = None
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception
+    settle = item.ihook.pytest_leakcheck_settle
     while True:
         try:
+            if reports is not None:     # a run happened: a snapshot is next
+                settle(item=item)
             more = series.next()
         except Exception as e:
             error = e
@@ -508,7 +520,7 @@ def _hunt(item, nextitem, state):
         call.outcome = "failed"
         call.longrepr = msg
     elif series.leaked:
-        diagnosis = _diagnose(runner, series.leaking)
+        diagnosis = _diagnose(item, runner, series.leaking)
         text = series.report(diagnosis=diagnosis)
         known = reportmod.is_known(state.baseline, item.nodeid,
                                    series.leaking)

@@ -372,6 +372,44 @@ def test_still_frozen():
                                  plugin.MSG_GC_FROZEN])
 
 
+def test_settle_hook_clears_what_the_users_code_keeps(pytester):
+    """A cache that grows by one entry per run is a leak to the plugin,
+    until the user's pytest_leakcheck_settle clears it between runs."""
+    pytester.makepyfile(memo='''
+_MEMO = {}
+
+def compute(n):
+    _MEMO[len(_MEMO)] = [n]         # a new entry every call
+    return n
+''', test_memo='''
+import memo
+
+def test_memo():
+    assert memo.compute(3) == 3
+''')
+    result = pytester.runpytest_subprocess("--leaks")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["LEAKED test_memo.py::test_memo*"])
+
+    pytester.makeconftest('''
+import memo
+
+calls = []
+
+def pytest_leakcheck_settle(item):
+    calls.append(item.nodeid)
+    memo._MEMO.clear()
+
+def pytest_sessionfinish(session):
+    print(f"settle calls: {len(calls)} for {', '.join(sorted(set(calls)))}")
+''')
+    result = pytester.runpytest_subprocess("--leaks", "-s")
+    result.assert_outcomes(passed=1)
+    # The reported run (the warm-up) and one measured run, each then settled.
+    result.stdout.fnmatch_lines(
+        ["*settle calls: 2 for test_memo.py::test_memo"])
+
+
 def test_tmp_path_names_ending_in_digits_are_reused(pytester):
     """test_1's tmp_path is test_10, test_11, ...: names whose prefix ends
     in a digit.  Each extra run must get its name back, or every run makes
