@@ -1,6 +1,8 @@
 """The hooks the leakcheck plugin calls, for conftest.py files and plugins.
 
-Loaded by pytest_addhooks in plugin.py, as pytest-xdist loads its own.
+Loaded by pytest_addhooks in plugin.py, as pytest-xdist loads its own.  A
+conftest.py that must also load with the plugin disabled (-p no:leakcheck)
+marks its implementation @pytest.hookimpl(optionalhook=True).
 """
 
 import pytest
