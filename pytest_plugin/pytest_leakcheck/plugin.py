@@ -140,7 +140,7 @@ class State:
         if self.report is not None:
             self.report.add(rec)
             try:
-                self.report.checkpoint()
+                self.report.checkpoint(rec)
             except OSError as e:
                 self.report.write_error = f"{e.strerror or e}"
 

@@ -24,13 +24,14 @@ and atomically (a temporary file renamed over the target), so a reader
 never sees half a report.
 
 While the session runs, the report is also written as checkpoints, marked
-partial (CHECKPOINT_REASON): at the start, then each time the records grew
-by a twentieth (so after each of the first twenty tests, and about 20 * ln
-n writes in all: the cost stays a small share however long the run), or
-at least every CHECKPOINT_SECONDS.  A process that dies where nothing can
-write (a segfault in a C extension, SIGKILL, the out-of-memory killer)
-leaves the last checkpoint: a valid report of what ran, saying it is
-partial.  The final write replaces it.
+partial (CHECKPOINT_REASON): at the start, after each of the first
+CHECKPOINT_FIRST tests, after every leak or error, and then when the
+records grew by a twentieth and a second has passed (or every
+CHECKPOINT_SECONDS): a few writes in a fast run, about 20 * ln(n) at most
+in a long one.  A process that dies where nothing can write (a segfault
+in a C extension, SIGKILL, the out-of-memory killer) leaves the last
+checkpoint: a valid report of what finished, saying it is partial.  The
+final write replaces it.
 """
 
 import datetime
@@ -46,7 +47,9 @@ BASELINE_SCHEMA = "leakcheck-baseline/1"
 VERDICTS = ("leak", "clean", "error", "skipped")
 CHECKPOINT_REASON = ("the run had not finished when this report was written "
                      "(a checkpoint: the process may have died)")
+CHECKPOINT_FIRST = 20
 CHECKPOINT_SHARE = 20       # new records per checkpoint: 1/20 of the total
+CHECKPOINT_GAP = 1.0        # seconds between two of those at least
 CHECKPOINT_SECONDS = 30.0
 
 
@@ -130,15 +133,21 @@ class Report:
         leakcheck.write_report(self.path, self.document())
         self.written = True
 
-    def checkpoint(self):
+    def checkpoint(self, record=None):
         """Writes the report so far, marked partial, when it is due (see the
-        module's text); never after the final write.  Raises OSError."""
+        module's text): `record` is the one just added.  Never after the
+        final write.  Raises OSError."""
         n, now = len(self.records), time.monotonic()
         if self.written or n == self._checkpointed:
             return
-        if (self._checkpointed is not None
-                and (n - self._checkpointed) * CHECKPOINT_SHARE < n
-                and now - self._checkpoint_time < CHECKPOINT_SECONDS):
+        since = now - self._checkpoint_time
+        due = (self._checkpointed is None or n <= CHECKPOINT_FIRST
+               or (record is not None
+                   and record.get("verdict") in ("leak", "error"))
+               or since >= CHECKPOINT_SECONDS
+               or ((n - self._checkpointed) * CHECKPOINT_SHARE >= n
+                   and since >= CHECKPOINT_GAP))
+        if not due:
             return
         leakcheck.write_report(self.path,
                                self.document([CHECKPOINT_REASON]))

@@ -278,19 +278,26 @@ def test_segfault_leaves_the_last_checkpoint(pytester, read_report):
 
 
 def test_checkpoints_stay_few_in_a_long_run(monkeypatch):
-    """After each of the first twenty records, then each time the records
-    grew by a twentieth: about 20 * ln(n) writes for n tests."""
+    """After each of the first twenty records and after every leak; then
+    when the records grew by a twentieth and a second has passed."""
     rep = reportmod.Report("unused.json", settings={}, probes={},
                            environment={})
     writes = []
+    clock = [0.0]
     monkeypatch.setattr(reportmod.leakcheck, "write_report",
                         lambda path, doc: writes.append(len(doc["tests"])))
+    monkeypatch.setattr(reportmod.time, "monotonic", lambda: clock[0])
     rep.checkpoint()
     for i in range(2000):
-        rep.add({"id": f"t{i:05d}", "verdict": "clean"})
-        rep.checkpoint()
+        clock[0] += 0.01                    # 100 tests a second
+        rec = {"id": f"t{i:05d}", "verdict": "leak" if i == 500 else "clean"}
+        rep.add(rec)
+        rep.checkpoint(rec)
     assert writes[:21] == list(range(21))
-    assert 100 < len(writes) < 130          # 20 + 20 * ln(2000 / 20) = 112
+    assert 501 in writes                    # the leak, at once
+    assert all(b - a >= 100 or b == 501 or a == 501
+               for a, b in zip(writes[21:], writes[22:]))   # a second apart
+    assert len(writes) < 21 + 20 * 4        # 20 * ln(2000 / 20) = 92
     assert writes[-1] >= 2000 * 19 // 20
 
 
