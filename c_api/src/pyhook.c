@@ -27,7 +27,8 @@
  *   malloc_usable_size(), read at allocation and again at free or resize:
  *   the size of a block born before the hook is known when it dies.
  *   pymalloc's own small blocks count 0 bytes: `blocks` and py_allocs
- *   count them.  Whether an object-domain block is a chunk is seen, not
+ *   count them; so do, under "malloc", mem and object chunks of at most
+ *   512 usable bytes.  Whether an object-domain block is a chunk is seen, not
  *   guessed: pymalloc frees or allocates it through PyMem_Raw*, and the
  *   raw hook, called inside the object-domain call, notes that the pointer
  *   it handles is the one the outer call is about (`nest`).  pymalloc's
@@ -421,6 +422,16 @@ usable(void *p)
     return (int64_t)malloc_usable_size(p);
 }
 
+/* What a chunk of domain d counts: under "malloc" the mem and object
+ * domains' small blocks are chunks too, and count nothing, as pymalloc's
+ * do (usable sizes do not change while a block lives: the rule holds). */
+static inline int64_t
+chunk_bytes(int d, void *p)
+{
+    int64_t n = usable(p);
+    return d == LC__DOMAIN_RAW || n > LC__SMALL ? n : 0;
+}
+
 /* A domain whose blocks are all malloc chunks: the raw domain, and every
  * domain under "malloc".  Called inside another allocator call (in_hook),
  * it only notes what it handled, for the outer call (see `nest`). */
@@ -438,7 +449,7 @@ direct_malloc(void *ctx, size_t size)
     in_hook = 1;
     p = a->malloc(a->ctx, size);
     if (p != NULL)
-        count_bytes(1, usable(p));
+        count_bytes(1, chunk_bytes(DOMAIN(ctx), p));
     in_hook = 0;
     return p;
 }
@@ -457,7 +468,7 @@ direct_calloc(void *ctx, size_t nelem, size_t elsize)
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL)
-        count_bytes(1, usable(p));
+        count_bytes(1, chunk_bytes(DOMAIN(ctx), p));
     in_hook = 0;
     return p;
 }
@@ -466,10 +477,11 @@ static void *
 direct_realloc(void *ctx, void *ptr, size_t new_size)
 {
     const lc__allocator *a = &prev[DOMAIN(ctx)];
-    int64_t old = ptr != NULL ? usable(ptr) : 0;  /* before it may go */
     void *p;
+    int64_t old;
 
     if (in_hook) {
+        old = ptr != NULL && ptr == nest.watch ? usable(ptr) : 0;
         p = a->realloc(a->ctx, ptr, new_size);
         if (p != NULL) {
             if (ptr != NULL && ptr == nest.watch)
@@ -479,9 +491,10 @@ direct_realloc(void *ctx, void *ptr, size_t new_size)
         return p;
     }
     in_hook = 1;
+    old = ptr != NULL ? chunk_bytes(DOMAIN(ctx), ptr) : 0; /* before it goes */
     p = a->realloc(a->ctx, ptr, new_size);
     if (p != NULL)          /* on failure ptr is still live, unchanged */
-        count_bytes(ptr == NULL, usable(p) - old);
+        count_bytes(ptr == NULL, chunk_bytes(DOMAIN(ctx), p) - old);
     in_hook = 0;
     return p;
 }
@@ -502,7 +515,7 @@ direct_free(void *ctx, void *ptr)
         return;
     }
     in_hook = 1;
-    count_bytes(-1, -usable(ptr));
+    count_bytes(-1, -chunk_bytes(DOMAIN(ctx), ptr));
     a->free(a->ctx, ptr);
     in_hook = 0;
 }
