@@ -29,21 +29,21 @@ _INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
 
 # The probes used when none are named.  Chosen by measurement (see
 # tests/python/api/test_clean.py, which runs clean code under them many
-# times): the Python probes but py_bytes, plus fds and threads.  native_bytes is left
+# times): the Python probes, plus fds and threads.  native_bytes is left
 # out because glibc's own bookkeeping moves it by a few KiB in clean code
 # (thread arenas, stdio buffers on first use); valgrind because a leak check
 # per snapshot costs seconds.  Probes that cannot be read here (refs on a
 # release build) are skipped when reading.
 #
-# py_bytes is left out too; ask for it by name.  It knows the size only of
-# blocks it saw allocated, so a block made before leakcheck's allocator hook
-# (or inside another allocator call) that is freed and replaced reads as
-# growth once: seen in a clean scope on 3.12 (+48 bytes) and, up to 3.10,
-# every run under pytest --leaks, where each function keeps its last frame
-# and frames over 512 bytes count.  A series absorbs a one-off, a scope's
-# single delta cannot; blocks and py_allocs count blocks, exactly.
-DEFAULT_PROBES = ("refs", "blocks", "py_allocs", "objects", "garbage", "fds",
-                  "threads")
+# py_bytes reads the size of every block it sees freed or resized, those
+# allocated before leakcheck's allocator hook too (c_api/src/pyhook.c), so
+# a block freed and replaced by one of the same size moves it by nothing.
+# That holds under CPython's own allocators (pymalloc, malloc, and their
+# debug hooks); when another hook sat there first (tracemalloc started
+# before leakcheck's first snapshot) it keeps a table of the blocks it saw
+# born, and such a replacement can read as growth once.
+DEFAULT_PROBES = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
+                  "garbage", "fds", "threads")
 
 Snapshot = _core.Snapshot
 Mapping.register(Snapshot)
