@@ -17,9 +17,13 @@ oldest), so the scope's growth in objects has their types.
 
 import array
 import gc
+import itertools
 import linecache
+import operator
 import os
+import site
 import sys
+import sysconfig
 import threading
 import time
 import tracemalloc
@@ -150,8 +154,12 @@ def diagnose(run_once, leaking, runs=2, ignore=()):
     `run_once` ends the re-runs and becomes a note.
 
     `ignore` names folders (or files) of a harness around the code: memory
-    whose allocating line lies in them is left out of the allocation lines
-    (a test runner replacing its own objects each run is not the leak).
+    allocated by a line in them is left out of the allocation lines (a test
+    runner replacing its own objects each run is not the leak), also when
+    the harness had the standard library allocate it (pytest setting
+    os.environ): an allocation belongs to the innermost frame of its
+    traceback that lies outside the standard library.  A standard library
+    call in the code under diagnosis keeps its line.
 
     For allocator growth it starts tracemalloc (unless it runs already),
     which swaps CPython's allocators: no other thread may be allocating
@@ -181,7 +189,7 @@ def diagnose(run_once, leaking, runs=2, ignore=()):
     try:
         # The censuses nest around the runs, so that what each keeps is
         # there when the others count, before and after alike.
-        trace_before = tracemalloc.take_snapshot() if traced else None
+        trace_before = _traces() if traced else None
         refs_before = _refcount_census() if refs else None
         names = {}
         types_before = _type_census((), names) if census else None
@@ -189,11 +197,11 @@ def diagnose(run_once, leaking, runs=2, ignore=()):
         failure = _run(run_once, runs)
 
         _settle_and_collect()
-        types_after = (_type_census((id(types_before),), names) if census
+        types_after = (_type_census((types_before,), names) if census
                        else None)
         refs_grown = _refcount_growth(refs_before, runs) if refs else None
         del refs_before
-        trace_after = tracemalloc.take_snapshot() if traced else None
+        trace_after = _traces() if traced else None
     finally:
         if started:
             tracemalloc.stop()
@@ -236,30 +244,110 @@ def _call(run_once):
 _CALL_SITE = (_call.__code__.co_filename, _call.__code__.co_firstlineno + 3)
 
 
-def _charged_frame(traceback):
-    """The index in `traceback` (oldest frame first) of the frame an
-    allocation is charged to: the innermost one, unless that is
+def _charged_frame(frames):
+    """The index in `frames` ((file, line) pairs, oldest first) of the
+    frame an allocation is charged to: the innermost one, unless that is
     leakcheck's.  When leakcheck only called the code under diagnosis
     (a C function or a class, which have no frame of their own), the
     charge goes to the innermost frame outside leakcheck: the line that
     handed the code in.  None for leakcheck's own allocations."""
-    last = len(traceback) - 1
-    frame = traceback[last]
-    if not frame.filename.startswith(_PACKAGE_DIR):
+    last = len(frames) - 1
+    frame = frames[last]
+    if not frame[0].startswith(_PACKAGE_DIR):
         return last
-    if (frame.filename, frame.lineno) != _CALL_SITE:
+    if frame != _CALL_SITE:
         return None
     for i in range(last, -1, -1):
-        if not traceback[i].filename.startswith(_PACKAGE_DIR):
+        if not frames[i][0].startswith(_PACKAGE_DIR):
             return i
     return None
 
 
-def _outside_frames(traceback, start):
+def _outside_frames(frames, start):
     """The frames from `start` outwards, leakcheck's left out."""
-    return [{"file": f.filename, "line": f.lineno}
-            for f in reversed(traceback[:start + 1])
-            if not f.filename.startswith(_PACKAGE_DIR)]
+    return [{"file": filename, "line": lineno}
+            for filename, lineno in reversed(frames[:start + 1])
+            if not filename.startswith(_PACKAGE_DIR)]
+
+
+# ---- whose an allocation is ----------------------------------------------
+#
+# The standard library allocates on behalf of whoever calls it: a line in
+# os.py that stores an environment variable is not, by itself, anybody's
+# leak.  So the frame that decides whose an allocation is is the innermost
+# one outside the standard library: when that lies in a folder the caller
+# said to ignore (a test runner), or in leakcheck (its own bookkeeping),
+# the allocation is theirs, whatever the standard library did below it.
+# The line reported stays the innermost one, as tracemalloc gives it.
+
+def _folders(paths):
+    """Each path with a trailing separator, also as its real path."""
+    out = set()
+    for path in paths:
+        if path:
+            for p in (os.path.abspath(path), os.path.realpath(path)):
+                out.add(os.path.join(p, ""))
+    return tuple(sorted(out))
+
+
+def _site_folders():
+    paths = [sysconfig.get_paths().get(key) for key in ("purelib",
+                                                          "platlib")]
+    try:
+        paths += site.getsitepackages()
+    except AttributeError:          # pragma: no cover (old virtualenv)
+        pass
+    try:
+        paths.append(site.getusersitepackages())
+    except AttributeError:          # pragma: no cover
+        pass
+    return _folders(paths)
+
+
+_STDLIB_PATHS = {sysconfig.get_paths().get(key)
+                 for key in ("stdlib", "platstdlib")} - {None}
+_STDLIB = _folders(_STDLIB_PATHS)
+# Installed packages can live below the standard library's folder
+# (lib/python3.X/site-packages of a prefix installation): they are not it,
+# nor are CPython's own tests (Lib/test), which are code under test.
+_SITE = _site_folders() + _folders(os.path.join(path, "test")
+                                   for path in _STDLIB_PATHS)
+_stdlib_cache = {}
+
+
+def _is_stdlib(filename):
+    known = _stdlib_cache.get(filename)
+    if known is None:
+        known = (filename.startswith("<frozen ")
+                 or (filename.startswith(_STDLIB)
+                     and not filename.startswith(_SITE)))
+        if len(_stdlib_cache) < 10000:
+            _stdlib_cache[filename] = known
+    return known
+
+
+def _owned_elsewhere(frames, ignored):
+    """True when an allocation with these frames (oldest first) belongs to
+    a harness (`ignored`: a pair of a tuple of folders, each with a
+    trailing separator, and a set of files) or to leakcheck itself, judged
+    by its innermost frame outside the standard library; tracemalloc's
+    own allocations too."""
+    if frames[-1][0] == _TRACEMALLOC_FILE:
+        return True
+    folders, files = ignored
+    for filename, lineno in reversed(frames):
+        if _is_stdlib(filename):
+            continue
+        if filename.startswith(folders) or filename in files:
+            return True
+        return (filename.startswith(_PACKAGE_DIR)
+                and (filename, lineno) != _CALL_SITE)
+    return False        # all standard library, as far as the frames go
+
+
+_TRACEMALLOC_FILE = tracemalloc.__file__
+if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
+    _TRACEMALLOC_FILE = _TRACEMALLOC_FILE[:-1]
 
 
 def _notes(diagnosis, leaking):
@@ -289,18 +377,33 @@ def type_name(cls):
 
 
 def _type_census(exclude, names):
-    """{id(type): live objects of that type the collector tracks}; the
-    names of the types go into `names`.  Keyed by id so as not to hold
-    the types themselves (their reference counts would read as grown)."""
+    """{id(type): live objects of that type the collector tracks}, the
+    objects in `exclude` left out; the names of the types go into
+    `names`.  Keyed by id so as not to hold the types themselves (their
+    reference counts would read as grown).
+
+    It allocates nothing per object (no id(), no counter int): under
+    tracemalloc, which records a traceback for every allocation, that
+    would cost microseconds per object of the whole heap.  Each type gets
+    a list, one item per object, that grows in amortized steps."""
+    objects = gc.get_objects()
+    buckets = {}
+    for cls in map(type, objects):
+        bucket = buckets.get(cls)
+        if bucket is None:
+            buckets[cls] = [None]
+        else:
+            bucket.append(None)
+    del objects
+    for obj in exclude:
+        if gc.is_tracked(obj) and type(obj) in buckets:
+            buckets[type(obj)].pop()
     counts = {}
-    for obj in gc.get_objects():
-        if id(obj) not in exclude:
-            key = id(type(obj))
-            if key not in counts:
-                counts[key] = 0
-                if key not in names:
-                    names[key] = type_name(type(obj))
-            counts[key] += 1
+    for cls, bucket in buckets.items():
+        key = id(cls)
+        counts[key] = len(bucket)
+        if key not in names:
+            names[key] = type_name(cls)
     return counts
 
 
@@ -319,16 +422,29 @@ _SHARED_TYPES = (int, bool, type(None), type(sys._getframe()))
 def _refcount_census():
     """Every object the collector tracks and everything those refer to
     directly (strings, numbers, ...), with their reference counts.  The
-    list keeps ids from being reused; it adds one reference to every
-    count, the same before and after."""
-    seen, objects = set(), []
-    for obj in gc.get_objects():
-        for o in (obj, *gc.get_referents(obj)):
-            if id(o) not in seen:
-                seen.add(id(o))
-                objects.append(o)
-    del seen
+    list keeps ids from being reused; it adds references to every count
+    (one per time it holds the object), the same before and after.
+
+    Nothing is allocated per object (under tracemalloc every allocation
+    costs microseconds, and the heap can hold millions): no id(), no set.
+    So an object referred to from several places is in the list more
+    than once, told apart by id only among the few that grew.  Left out
+    are what the report would leave out anyway (shared objects, immortal
+    ones), whose counts are the large ones that would each cost an int,
+    and the tracked referents, which gc.get_objects() lists already
+    (unless objects are frozen: gc.get_objects() does not list those)."""
+    objects = gc.get_objects()
+    referents = gc.get_referents(*objects)
+    if not gc.get_freeze_count():
+        referents = itertools.filterfalse(gc.is_tracked, referents)
+    objects += referents
+    del referents
+    objects[:] = itertools.filterfalse(_not_reported, objects)
     return objects, _refcounts(objects)
+
+
+def _not_reported(obj):
+    return type(obj) in _SHARED_TYPES or _core.is_immortal(obj)
 
 
 def _refcounts(objects):
@@ -341,13 +457,24 @@ def _refcount_growth(census, runs):
     """The objects whose count grew by at least one per run."""
     objects, before = census
     after = _refcounts(objects)
-    grown = [(a - b, i) for i, (b, a) in enumerate(zip(before, after))
-             if a - b >= runs and not _core.is_immortal(objects[i])
-             and type(objects[i]) not in _SHARED_TYPES]
-    grown.sort(key=lambda item: (-item[0], item[1]))
-    return [{"object": describe(objects[i]),
-             "type": type_name(type(objects[i])), "delta": delta}
-            for delta, i in grown[:_TOP]]
+    deltas = list(map(operator.sub, after, before))
+    del after
+    # compress() hands on only the pairs whose delta is big enough; zip
+    # reuses its tuple for the others: nothing allocated per object
+    # (operator.le, not runs.__le__, whose every call builds a tuple).
+    hits = itertools.compress(zip(objects, deltas),
+                              map(operator.le, itertools.repeat(runs),
+                                  deltas))
+    seen, grown = set(), []
+    for obj, delta in hits:
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        grown.append((-delta, len(grown), obj))
+    del hits, deltas, seen
+    grown.sort(key=lambda item: item[:2])
+    return [{"object": describe(obj), "type": type_name(type(obj)),
+             "delta": -negative} for negative, _, obj in grown[:_TOP]]
 
 
 def describe(obj, limit=80):
@@ -365,28 +492,62 @@ def describe(obj, limit=80):
     return f"{name} object at {id(obj):#x}"
 
 
+def _traces():
+    """What tracemalloc traces now, raw: (domain, size, traceback with the
+    innermost frame first, ...) tuples, as take_snapshot() holds them.
+    Compared as they are, without building a Statistic per traceback."""
+    snapshot = tracemalloc.take_snapshot()
+    traces = getattr(snapshot.traces, "_traces", None)
+    if traces is None:                      # pragma: no cover (not CPython)
+        traces = [(trace.domain, trace.size,
+                   tuple((f.filename, f.lineno)
+                         for f in reversed(trace.traceback)))
+                  for trace in snapshot.traces]
+    return traces
+
+
+def _by_traceback(traces):
+    """{traceback: [size, count]} of raw traces."""
+    groups = {}
+    for trace in traces:
+        group = groups.get(trace[2])
+        if group is None:
+            groups[trace[2]] = [trace[1], 1]
+        else:
+            group[0] += trace[1]
+            group[1] += 1
+    return groups
+
+
 def _allocations(before, after, ignored=()):
-    # A Filter looks at the innermost frame: what was allocated there.
-    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
-    ignore += [tracemalloc.Filter(False, path) for path in ignored]
-    ignore += [tracemalloc.Filter(False, os.path.join(path, "*"))
-               for path in ignored]
-    before = before.filter_traces(ignore)
-    after = after.filter_traces(ignore)
+    """The lines where the blocks new in `after` (raw traces, see
+    _traces) were allocated, grouped by traceback as
+    Snapshot.compare_to(..., "traceback") would; what a harness in
+    `ignored` or leakcheck itself allocated left out."""
+    # Each path ignored as a folder and as a file (what tracemalloc's
+    # Filter(False, path) and Filter(False, path + "/*") matched).
+    ignore = (_folders(ignored),
+              frozenset(itertools.chain.from_iterable(
+                  (os.path.abspath(p), os.path.realpath(p))
+                  for p in ignored)))
+    old = _by_traceback(before)
     by_line = {}
-    for stat in after.compare_to(before, "traceback"):
-        if stat.count_diff <= 0:
+    for tb, (size, count) in _by_traceback(after).items():
+        size_before, count_before = old.get(tb, (0, 0))
+        if count <= count_before or not tb:
             continue
-        tb = stat.traceback                 # tracemalloc lists oldest first
-        i = _charged_frame(tb)
+        frames = tb[::-1]                   # oldest first, as shown
+        if _owned_elsewhere(frames, ignore):
+            continue
+        i = _charged_frame(frames)
         if i is None:
             continue
-        key = (tb[i].filename, tb[i].lineno)
-        entry = by_line.setdefault(key, [0, 0, None, 0])
-        entry[0] += stat.size_diff
-        entry[1] += stat.count_diff
-        if entry[2] is None or stat.size_diff > entry[3]:
-            entry[2], entry[3] = _outside_frames(tb, i), stat.size_diff
+        size_diff = size - size_before
+        entry = by_line.setdefault(frames[i], [0, 0, None, 0])
+        entry[0] += size_diff
+        entry[1] += count - count_before
+        if entry[2] is None or size_diff > entry[3]:
+            entry[2], entry[3] = _outside_frames(frames, i), size_diff
     return _ranked(by_line)
 
 
@@ -542,10 +703,12 @@ def _object_allocations(objects):
     by_line = {}
     for obj in objects:
         tb = tracemalloc.get_object_traceback(obj)
-        i = _charged_frame(tb) if tb is not None else None
+        if tb is not None:
+            tb = [(frame.filename, frame.lineno) for frame in tb]
+        i = _charged_frame(tb) if tb else None
         if i is None:
             continue
-        entry = by_line.setdefault((tb[i].filename, tb[i].lineno),
+        entry = by_line.setdefault(tb[i],
                                    [0, 0, _outside_frames(tb, i), 0])
         entry[0] += sys.getsizeof(obj, 0)
         entry[1] += 1

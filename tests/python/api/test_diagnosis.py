@@ -301,3 +301,107 @@ def test_diagnose_leaves_out_memory_a_harness_allocates(tmp_path):
     finally:
         sys.path.remove(str(harness))
         sys.modules.pop("runner_keeps", None)
+
+
+# ---- whose an allocation made through the standard library is -----------
+
+HARNESS_SETS_ENVIRON = (
+    "import os\n"
+    "RUNS = []\n"
+    "def run(test):\n"
+    "    RUNS.append(None)\n"
+    "    os.environ['LC_DIAG_HARNESS_%d' % len(RUNS)] = 'h' * 100\n"
+    "    test()\n")
+
+_env_keys = []
+
+
+def set_an_environment_variable():
+    _env_keys.append(f"LC_DIAG_TEST_{len(_env_keys)}")
+    os.environ[_env_keys[-1]] = "t" * 100               # ENV_LINE
+
+
+ENV_LINE = set_an_environment_variable.__code__.co_firstlineno + 2
+
+
+def _frames(entry):
+    return {(frame["file"], frame["line"]) for frame in entry["traceback"]}
+
+
+@pytest.fixture
+def harness_sets_environ(tmp_path):
+    """A harness module (in its own folder) that, like pytest setting
+    PYTEST_CURRENT_TEST, has os.environ allocate on every run."""
+    harness = tmp_path / "harness"
+    harness.mkdir()
+    (harness / "runner_env.py").write_text(HARNESS_SETS_ENVIRON)
+    sys.path.insert(0, str(harness))
+    before = set(os.environ)
+    try:
+        import runner_env
+        yield harness, runner_env
+    finally:
+        sys.path.remove(str(harness))
+        sys.modules.pop("runner_env", None)
+        for key in set(os.environ) - before:
+            del os.environ[key]
+        _env_keys.clear()
+
+
+def test_what_a_harness_has_the_standard_library_allocate_is_left_out(
+        harness_sets_environ):
+    """The innermost frame is os.py's (or <frozen os>), in no ignored
+    folder; the innermost frame outside the standard library is the
+    harness's: so the allocation is the harness's."""
+    harness, runner_env = harness_sets_environ
+    runner_file = str(harness / "runner_env.py")
+
+    def nothing():
+        pass
+
+    plain = leakcheck.diagnose(lambda: runner_env.run(nothing),
+                               ["py_allocs"])
+    assert any((runner_file, 5) in _frames(entry)
+               for entry in plain.allocations), plain
+    ignoring = leakcheck.diagnose(lambda: runner_env.run(nothing),
+                                  ["py_allocs"], ignore=[harness])
+    assert not any(runner_file in {f for f, _ in _frames(entry)}
+                   for entry in ignoring.allocations), ignoring
+
+
+def test_a_leak_the_code_makes_through_the_standard_library_keeps_its_line(
+        harness_sets_environ):
+    """The same standard library lines, called by the code under
+    diagnosis inside the harness: still reported, with its line."""
+    harness, runner_env = harness_sets_environ
+    diagnosis = leakcheck.diagnose(
+        lambda: runner_env.run(set_an_environment_variable), ["py_allocs"],
+        ignore=[harness])
+    ours = [entry for entry in diagnosis.allocations
+            if (__file__, ENV_LINE) in _frames(entry)]
+    assert ours, diagnosis
+    # Charged to the standard library's line that allocated, called from
+    # the test's (among the callers the report shows): it shows both.
+    assert any(os.path.basename(entry["file"]) in ("os.py", "<frozen os>")
+               and {"file": __file__, "line": ENV_LINE}
+               in entry["traceback"][1:4]
+               for entry in ours), diagnosis
+    assert f"called from {__file__}:{ENV_LINE}" in str(diagnosis)
+    # The harness's own variable (its line 5) is still left out.
+    assert not any((str(harness / "runner_env.py"), 5) in _frames(entry)
+                   for entry in diagnosis.allocations), diagnosis
+
+
+def test_a_leak_through_the_standard_library_in_a_repeat_names_its_line():
+    """Without a harness: leakcheck.repeat() over code that leaks through
+    os.environ (leakcheck's own frames, which call the code, are not an
+    owner to leave the allocation to)."""
+    before = set(os.environ)
+    try:
+        error = caught(set_an_environment_variable, probes=["py_allocs"])
+    finally:
+        for key in set(os.environ) - before:
+            del os.environ[key]
+        _env_keys.clear()
+    assert any((__file__, ENV_LINE) in _frames(entry)
+               for entry in error.diagnosis.allocations), error.report
