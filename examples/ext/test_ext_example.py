@@ -23,9 +23,9 @@ def test_squares_rejects_non_int(ext):
         ext.squares([1, "2", 3])
 
 
-# py_bytes is not among the default probes (it can read a one-off when a
-# block it never saw born is replaced); named here, it shows the bytes the
-# lost PyMem_Malloc() scratch copy keeps, beside blocks and py_allocs.
+# The probes can be named (here the allocator's: native_bytes, fds and the
+# others are not read); py_bytes shows the bytes the lost PyMem_Malloc()
+# scratch copy keeps, beside blocks and py_allocs.
 @pytest.mark.noleak(probes=["blocks", "py_allocs", "py_bytes"])
 def test_checksum(ext):
     data = bytes(range(256)) * 8

@@ -45,10 +45,8 @@ def test_probes_lists_every_probe_and_why_one_is_missing():
 
 
 def test_default_probes_are_the_exact_python_probes_plus_fds_and_threads():
-    # py_bytes reads a replaced block it never saw born as growth once: a
-    # scope's single delta cannot absorb that, so it is asked for by name.
     assert set(leakcheck.DEFAULT_PROBES) == (
-        set(PYTHON_PROBES) - {"py_bytes"}) | {"fds", "threads"}
+        set(PYTHON_PROBES) | {"fds", "threads"})
 
 
 def test_a_snapshot_is_a_read_only_mapping_of_the_readable_probes():
@@ -105,8 +103,11 @@ def test_snapshots_see_each_allocator(leaky):
     assert (b - a)["blocks"] == 1 and (b - a)["py_allocs"] == 1
     assert (b - a)["py_bytes"] == 0
     assert (c - b)["blocks"] == 1 and (c - b)["py_allocs"] == 1
-    assert (c - b)["py_bytes"] == 10000
-    assert (d - c)["py_allocs"] == 1 and (d - c)["py_bytes"] == 300
+    # Usable bytes under the release allocators (malloc rounds up a little),
+    # requested bytes under the debug hooks.
+    assert 10000 <= (c - b)["py_bytes"] < 10000 + 32
+    assert (d - c)["py_allocs"] == 1
+    assert 300 <= (d - c)["py_bytes"] < 300 + 32
     assert (d - c)["blocks"] == 0
     assert (e - d)["native_bytes"] >= 1 << 20
     assert (e - d)["py_allocs"] == 0 and (e - d)["blocks"] == 0

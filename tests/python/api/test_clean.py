@@ -132,10 +132,8 @@ def test_clean_workloads_pass_a_scope_every_time(work):
 
 @pytest.mark.parametrize("work", WORKLOADS, ids=ids(WORKLOADS))
 def test_clean_workloads_pass_a_series_every_time(work):
-    # py_bytes cannot see the frees of blocks allocated before leakcheck's
-    # allocator hook was installed; 3.9/3.10 swap the frames they keep for
-    # recursive functions (re's parser) for new ones now and then: run the
-    # code a few times under the hook first.
+    # 3.9/3.10 swap the frames they keep for recursive functions (re's
+    # parser) for new ones now and then: run the code a few times first.
     leakcheck.snapshot()
     for _ in range(5):
         work()

