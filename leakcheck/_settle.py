@@ -22,6 +22,21 @@ until another lookup takes its slot.  Left in place, it made clean code
 grow by a block or two in a run now and then, and made clearing any other
 cache look leaky (refilling a cache looks attributes up).
 
+CPython 3.9 and 3.10 add a cache of their own to a code object the 1024th
+time it runs (the opcode cache: two blocks, kept as long as the code).
+Code run a few times per repetition of a test (a test runner's hooks, the
+fixtures' machinery, a helper the test calls in a loop) reaches that count
+in some run or other, and a series whose runs each bring one code object
+there reads as a leak that grows every run.  CPython's refleak runner
+turns the cache off (3.10's regrtest -R calls ``sys._deactivate_opcache()``;
+3.9 only builds it in release builds, and -R wants a debug build), and so
+does settling, the first time it runs: 3.10 through that call; 3.9, whose
+threshold is compiled in, by marking every code object of the imported
+modules as already past it, each time the modules change (see
+``_Opcache``).  The cache only makes global and attribute lookups
+faster: turning it off changes no result.  3.11 and later specialise code
+in place, without a per-code allocation.
+
 The engine calls ``settle()`` (through ``_core.set_settle``) with the GIL
 held, before its collection; freelists are the collection's business.  It
 runs on every snapshot, so it is kept cheap (see bench/bench_python.py),
@@ -34,8 +49,10 @@ than making every snapshot fail.
 """
 
 import collections.abc
+import functools
 import gc
 import sys
+import types
 import weakref
 from abc import ABC, ABCMeta
 
@@ -99,6 +116,163 @@ class _Plan:
             if type(ns) is dict)
 
 
+class _Opcache:
+    """Turns CPython 3.9's opcode cache off for code already loaded.
+
+    3.9 counts the runs of each code object in its ``co_opcache_flag``
+    and, on the run that brings it to OPCACHE_MIN_RUNS (1024 in a release
+    build; 0, never, in a debug build), allocates the code's cache; a
+    count at the threshold means "done", whether or not a cache was made.
+    That field has no Python interface: ``find()`` locates it by running a
+    freshly compiled function and watching which int of the code object
+    counts its runs, and reads the threshold where the count stops.  Should
+    either not be found (another build, another layout), nothing is
+    written.  ``mark(namespaces)`` raises the count of every code object
+    reachable from those module namespaces (functions, classes, methods,
+    closures, nested code) to the threshold, so none of them makes its cache
+    later: what 3.10's ``sys._deactivate_opcache()`` does for all code."""
+
+    __slots__ = ("offset", "limit", "done")
+
+    def __init__(self):
+        self.offset = None
+        self.limit = None
+        self.done = set()       # ids of the namespaces marked already
+
+    def find(self):
+        try:
+            import ctypes
+        except ImportError:     # pragma: no cover
+            return
+        namespace = {}
+        exec("def f():\n    return len\n", namespace)
+        f = namespace.pop("f")
+        code = f.__code__
+        base = id(code)
+        size = type(code).__basicsize__
+
+        def ints():
+            return [ctypes.c_int.from_address(base + off).value
+                    for off in range(16, size - 3, 4)]
+
+        for _ in range(3):
+            f()
+        three = ints()
+        f()
+        four = ints()
+        counters = [i for i, (a, b) in enumerate(zip(three, four))
+                    if a == 3 and b == 4]
+        if len(counters) != 1:
+            return              # a debug build counts nothing: no cache
+        cell = ctypes.c_int.from_address(base + 16 + 4 * counters[0])
+        count = cell.value
+        for _ in range(1 << 16):
+            f()
+            if cell.value == count:
+                break
+            count = cell.value
+        else:
+            return
+        if count < 16:
+            return
+        self.offset = 16 + 4 * counters[0]
+        self.limit = count
+
+    def mark(self, namespaces):
+        if self.offset is None:
+            return
+        import ctypes
+        todo = [ns for ns in namespaces if id(ns) not in self.done]
+        offset, limit = self.offset, self.limit
+        for code in _code_objects(todo):
+            cell = ctypes.c_int.from_address(id(code) + offset)
+            if 0 <= cell.value < limit:
+                cell.value = limit
+        # The namespaces of today's modules only: a module gone since
+        # leaves no id behind for another one to be taken for.
+        self.done = {id(ns) for ns in namespaces}
+
+
+def _code_objects(namespaces):
+    """The code objects reachable from module namespaces: of the functions
+    there and in the attributes of the instances there (os.environ keeps
+    its encoders), of the classes' methods and properties (nested classes
+    too), of the functions closures and decorators keep, and the code
+    nested in those (lambdas, inner functions and classes)."""
+    seen = set()
+    codes = {}
+    stack = []
+    for ns in namespaces:
+        for value in list(ns.values()):
+            stack.append(value)
+            kind = type(value)
+            if kind.__dictoffset__ and kind not in _NOT_INSTANCES and \
+                    not isinstance(value, type):
+                # Its __dict__ as the collector sees it: no attribute
+                # lookup, so no property or __getattr__ of its class runs.
+                for attrs in gc.get_referents(value):
+                    if type(attrs) is dict:
+                        stack.extend(attrs.values())
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        kind = type(obj)
+        if kind is types.FunctionType:
+            seen.add(id(obj))
+            stack.append(obj.__code__)
+            for cell in obj.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:          # an empty cell
+                    pass
+            wrapped = obj.__dict__.get("__wrapped__")
+            if wrapped is not None:
+                stack.append(wrapped)
+        elif kind is types.CodeType:
+            seen.add(id(obj))
+            codes[id(obj)] = obj
+            stack.extend(c for c in obj.co_consts
+                         if type(c) is types.CodeType)
+        elif isinstance(obj, type):
+            seen.add(id(obj))
+            try:
+                stack.extend(type.__dict__["__dict__"].__get__(obj).values())
+            except Exception:
+                pass
+        elif kind in (staticmethod, classmethod, types.MethodType):
+            stack.append(obj.__func__)
+        elif kind is property:
+            stack.extend((obj.fget, obj.fset, obj.fdel))
+        elif kind is functools.partial:
+            stack.append(obj.func)
+        elif isinstance(obj, _LRU_CACHE):
+            stack.append(getattr(obj, "__wrapped__", None))
+    return list(codes.values())
+
+
+_NOT_INSTANCES = (types.ModuleType, types.FunctionType)
+_LRU_CACHE = getattr(functools, "_lru_cache_wrapper", ())
+
+
+_opcache = None
+
+
+def _deactivate_opcache():
+    """The first settle() turns the opcode cache of CPython 3.9/3.10 off."""
+    global _opcache
+    deactivate = getattr(sys, "_deactivate_opcache", None)   # 3.10
+    if deactivate is not None:
+        deactivate()
+    elif sys.version_info[:2] == (3, 9) and \
+            sys.implementation.name == "cpython":
+        _opcache = _Opcache()
+        try:
+            _opcache.find()
+        except Exception:
+            _opcache.offset = None
+
+
 _plan = None
 
 
@@ -113,9 +287,15 @@ def settle():
         # the next: in a process never collected before, the second
         # snapshot would count fewer objects than the first.
         gc.collect()
+        _deactivate_opcache()
     if _plan is None or _plan.modules != len(modules):
         _plan = None                    # the old one's memory first
         _plan = _Plan(modules)
+        if _opcache is not None:
+            try:
+                _opcache.mark(_plan.namespaces)
+            except Exception:
+                pass
     plan = _plan
     for clear in plan.clears:
         try:
