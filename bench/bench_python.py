@@ -1,11 +1,13 @@
 """What the Python package costs.
 
-1. snapshot() against a bare gc.collect(): the median of many timings of
-   each, in the same process, and their difference (target: under 50 us).
-   A snapshot is settling (leakcheck/_settle.py), the engine's full
-   collection, then the readings; the breakdown times settling alone and
-   the engine without it.  Measured in a bare interpreter and again with a
-   larger heap (--objects extra objects).
+1. snapshot() against a bare gc.collect(): the median difference of many
+   back-to-back pairs, in the same process (target: under 50 us).  A
+   snapshot is settling (leakcheck/_settle.py), the engine's full
+   collection, then the readings; the breakdown gives settling (with what
+   it adds to the collection that follows) and the engine's readings,
+   each against a bare collection.  Measured in a bare interpreter, again
+   with a larger heap (--objects extra objects), and after gc.freeze() as
+   the pytest plugin does.
 
 2. The allocator hook (py_bytes, py_allocs) on a pure-Python,
    allocation-heavy workload: the same workload in three fresh
@@ -71,33 +73,49 @@ def median_us(func, runs):
     return statistics.median(times) * 1e6
 
 
+def paired_us(base, other, runs):
+    """The median of (other - base) over back-to-back pairs, in alternating
+    order: the machine's drift cancels out of each pair."""
+    base()
+    other()
+    clock = time.perf_counter
+    diffs = []
+    for i in range(runs):
+        if i & 1:
+            t0 = clock(); base(); t1 = clock(); other(); t2 = clock()
+            diffs.append((t2 - t1) - (t1 - t0))
+        else:
+            t0 = clock(); other(); t1 = clock(); base(); t2 = clock()
+            diffs.append((t1 - t0) - (t2 - t1))
+    return statistics.median(diffs) * 1e6
+
+
 def snapshot_cost(runs, label):
-    everything = _probes.probe_mask(None)
+    defaults = _probes.probe_mask(None)
     no_objects = _probes.probe_mask([p for p in leakcheck.DEFAULT_PROBES
                                      if p != "objects"])
     collect = median_us(gc.collect, runs)
-    snap = median_us(leakcheck.snapshot, runs)
-    settle = median_us(_settle.settle, runs)
+    diff = paired_us(gc.collect, leakcheck.snapshot, runs)
+    settle = paired_us(gc.collect, lambda: (_settle.settle(), gc.collect()),
+                       runs)
     get_objects = median_us(gc.get_objects, runs)
     _core.set_settle(None)
     try:
-        engine = median_us(lambda: _core.Snapshot(everything), runs)
-        engine_no_objects = median_us(lambda: _core.Snapshot(no_objects),
-                                      runs)
+        engine = paired_us(gc.collect, lambda: _core.Snapshot(defaults), runs)
+        objects = paired_us(lambda: _core.Snapshot(no_objects),
+                            lambda: _core.Snapshot(defaults), runs)
     finally:
         _core.set_settle(_settle.settle)
     print(f"{label}: {len(gc.get_objects())} tracked objects, "
           f"{len(sys.modules)} modules")
     print(f"  gc.collect()                  {collect:9.1f} us")
-    print(f"  leakcheck.snapshot()          {snap:9.1f} us   "
-          f"(probes: {', '.join(leakcheck.snapshot())})")
-    print(f"  difference                    {snap - collect:9.1f} us   "
-          f"(target < 50 us)")
+    print(f"  leakcheck.snapshot() costs    {diff:9.1f} us more  "
+          f"(target < 50 us; probes: {', '.join(leakcheck.snapshot())})")
     print(f"    settling (leakcheck/_settle.py)   {settle:9.1f} us")
-    print(f"    the engine's readings             {engine - collect:9.1f} us"
-          f", of which the objects probe {engine - engine_no_objects:.1f}"
-          f" us (it counts gc.get_objects(): {get_objects:.1f} us here)")
-    return snap - collect
+    print(f"    the engine's readings             {engine:9.1f} us"
+          f", of which the objects probe {objects:.1f} us "
+          f"(len(gc.get_objects()) would cost {get_objects:.1f} us)")
+    return diff
 
 
 def hook_cost(rounds):
@@ -135,6 +153,11 @@ def main(argv=None):
     print()
     heap = [[i] for i in range(args.objects)]     # lists stay tracked
     snapshot_cost(max(args.runs // 10, 50), f"with {args.objects} more objects")
+    print()
+    gc.collect()
+    gc.freeze()
+    snapshot_cost(args.runs, f"the same after gc.freeze()")
+    gc.unfreeze()
     del heap
     print()
     hook_cost(args.rounds)
