@@ -2,6 +2,7 @@
 
 import collections.abc
 import json
+import sys
 
 import pytest
 
@@ -45,8 +46,11 @@ def test_probes_lists_every_probe_and_why_one_is_missing():
 
 
 def test_default_probes_are_the_exact_python_probes_plus_fds_and_threads():
+    # 3.9/3.10's kept frames change size under recursion: a single delta
+    # reads py_bytes moving (see leakcheck/_probes.py).
+    old_frames = {"py_bytes"} if sys.version_info < (3, 11) else set()
     assert set(leakcheck.DEFAULT_PROBES) == (
-        set(PYTHON_PROBES) | {"fds", "threads"})
+        set(PYTHON_PROBES) - old_frames) | {"fds", "threads"}
 
 
 def test_a_snapshot_is_a_read_only_mapping_of_the_readable_probes():

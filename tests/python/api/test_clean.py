@@ -110,18 +110,6 @@ SCOPE_WORKLOADS = [w for w in WORKLOADS
                    if w is not threads_started_and_joined]
 
 
-# Up to 3.10 every code object keeps the frame of its last call for the
-# next one ("zombie frames"), and which frames are kept moves with
-# recursion and exceptions: about one scope in 20 around recursion-heavy
-# standard library code (re, argparse, strptime) reads 1 to 12 blocks more
-# or less.  A series is not affected; on these versions check code with
-# repeat() or give a scope a tolerance.
-ZOMBIE_FRAMES = pytest.mark.skipif(
-    sys.version_info < (3, 11),
-    reason="3.9/3.10 frame caching moves a single delta by a few blocks")
-
-
-@ZOMBIE_FRAMES
 @pytest.mark.parametrize("work", SCOPE_WORKLOADS, ids=ids(SCOPE_WORKLOADS))
 def test_clean_workloads_pass_a_scope_every_time(work):
     work()
