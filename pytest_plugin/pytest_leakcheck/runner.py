@@ -20,6 +20,10 @@ growth is measured:
 - a doctest's globals, which the doctest runner clears after each run, are
   put back before the next;
 - the tmp_path directory of an extra run is removed after it;
+- reports logged from inside an extra run are dropped: pytest logs a
+  subtest's report (unittest's subTest, the subtests fixture) as soon as
+  it ends, and the terminal, junitxml and xdist would keep one more per
+  run;
 - CPython's type attribute cache is cleared after each run: it keeps a
   reference to the name of every attribute looked up on a type, and the
   harness looks attributes up by names it builds afresh each run
@@ -28,6 +32,7 @@ growth is measured:
 """
 
 import bdb
+import contextlib
 import functools
 import pathlib
 import shutil
@@ -79,6 +84,24 @@ def call_and_report(item, when, interact=False, **kwds):
         item.ihook.pytest_exception_interact(node=item, call=call,
                                              report=report)
     return report
+
+
+@contextlib.contextmanager
+def _unlogged(config):
+    """Drops the reports logged while the block runs: the implementations
+    of pytest_runtest_logreport are set aside (pluggy keeps them in one
+    list per hook, which the per-folder hook proxies of conftest files read
+    too).  Nothing is dropped on a pluggy that keeps them otherwise."""
+    caller = getattr(config.hook, "pytest_runtest_logreport", None)
+    impls = getattr(caller, "_hookimpls", None)
+    if not isinstance(impls, list):
+        yield
+        return
+    caller._hookimpls = []
+    try:
+        yield
+    finally:
+        caller._hookimpls = impls
 
 
 def outcome_of(reports):
@@ -226,7 +249,8 @@ class ItemRunner:
             self.item.dtest.globs.clear()
             self.item.dtest.globs.update(self._globs)
         try:
-            with warnings.catch_warnings(record=True):
+            with warnings.catch_warnings(record=True), \
+                    _unlogged(self.item.config):
                 reports = self._protocol(interact=False, extra=True)
         finally:
             self._put_back()
@@ -285,7 +309,8 @@ class ItemRunner:
             item._initrequest()
         failure = None
         try:
-            with warnings.catch_warnings(record=True):
+            with warnings.catch_warnings(record=True), \
+                    _unlogged(item.config):
                 first = [call_and_report(item, "setup")]
                 if first[0].passed:
                     first.append(call_and_report(item, "call"))

@@ -6,6 +6,8 @@ import collections
 import json
 import os
 
+import pytest
+
 from pytest_leakcheck import plugin
 
 FIXTURES = '''
@@ -416,6 +418,44 @@ def pytest_sessionfinish(session):
         rec, = json.load(f)["tests"]
     result.stdout.fnmatch_lines(
         [f"*settle calls: {1 + rec['runs']} for test_memo.py::test_memo"])
+
+
+SUBTESTS = '''
+import unittest
+
+import pytest
+
+
+class TestWithSubTests(unittest.TestCase):
+    def test_sub(self):
+        for n in range(3):
+            with self.subTest(n=n):
+                self.assertGreaterEqual(n, 0)
+
+
+def test_subtests_fixture(request):
+    if "subtests" not in request.fixturenames and \\
+            not hasattr(pytest, "Subtests"):
+        pytest.skip("pytest has no subtests fixture before 9")
+    subtests = request.getfixturevalue("subtests")
+    for n in range(3):
+        with subtests.test(n=n):
+            assert n >= 0
+'''
+
+
+def test_subtests_logged_by_extra_runs_are_not_kept(pytester):
+    """pytest logs a subtest's report as soon as it ends, from inside the
+    call: the extra runs' reports must not reach the terminal (or xdist,
+    or junitxml), which would keep one more per run."""
+    pytester.makepyfile(test_subtests=SUBTESTS)
+    result = pytester.runpytest_subprocess("--leaks", "-q")
+    result.stdout.no_fnmatch_line("*LEAKED*")
+    if int(pytest.__version__.split(".")[0]) >= 9:
+        # The reported runs' subtests only: 3 + 3.
+        result.stdout.fnmatch_lines(["2 passed, 6 subtests passed in *"])
+    else:
+        result.assert_outcomes(passed=1, skipped=1)    # no subtests fixture
 
 
 def test_tmp_path_names_ending_in_digits_are_reused(pytester):
