@@ -1,28 +1,53 @@
-"""``python -m leakcheck COMMAND ...``: the command line of leakcheck.
+"""``python -m leakcheck COMMAND ...``: leakcheck's command line.
 
-Commands:
-  gate REPORT [--baseline FILE] [--write-baseline FILE]
-        judge a pytest --leaks-report file for CI (see leakcheck.gate)
+Each command is a module of this package named in COMMANDS, which defines
+
+    HELP                    one line, shown by ``python -m leakcheck --help``
+    add_arguments(parser)   its arguments, on an argparse parser
+    run(args)               does the work; returns the exit status
+
+Adding a command is writing that module and one line in COMMANDS.  Every
+command's module is imported to build the help, so importing one must stay
+cheap: a command that needs a heavy library imports it in run().
+
+Exit status 2 is a usage error, as argparse gives it: a bad option, an
+unknown command, no command at all.
 """
 
+import argparse
+import importlib
 import sys
 
-USAGE = ("usage: python -m leakcheck gate REPORT [--baseline FILE] "
-         "[--write-baseline FILE]")
+PROG = "python -m leakcheck"
+
+COMMANDS = {
+    "gate": "leakcheck.gate",
+}
+
+
+def build_parser():
+    import leakcheck
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="leakcheck's commands: judge, show and keep what "
+                    "pytest --leaks-report found.")
+    parser.add_argument("--version", action="version",
+                        version=f"leakcheck {leakcheck.__version__}")
+    sub = parser.add_subparsers(title="commands", dest="command",
+                                metavar="COMMAND")
+    sub.required = True
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=module.HELP,
+                                 description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip() if argv else USAGE,
-              file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command == "gate":
-        from leakcheck.gate import main as gate_main
-        return gate_main(rest)
-    print(f"leakcheck: unknown command {command!r}\n{USAGE}", file=sys.stderr)
-    return 2
+    args = build_parser().parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -229,12 +229,11 @@ def judge(report, known, out=sys.stdout):
     return status
 
 
-def build_parser(prog="python -m leakcheck gate"):
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Fail CI when a leakcheck report holds a leak that the "
-                    "baseline does not know. Exit 0: no new leak; 1: new "
-                    "leaks (listed); 2: unusable input.")
+HELP = ("fail CI when leakcheck reports hold a leak that the baseline does "
+        "not know (exit 0: none; 1: new leaks, listed; 2: unusable input)")
+
+
+def add_arguments(p):
     p.add_argument("report", metavar="REPORT",
                    help="the JSON file pytest --leaks-report wrote")
     p.add_argument("--baseline", metavar="FILE",
@@ -242,13 +241,21 @@ def build_parser(prog="python -m leakcheck gate"):
                         "older report")
     p.add_argument("--write-baseline", metavar="FILE",
                    help="write every leak of REPORT to FILE as known")
-    return p
 
 
-def main(argv=None, out=sys.stdout, err=sys.stderr):
-    """Runs the gate; returns its exit status (argparse usage errors exit 2
-    through SystemExit, as the contract's "unusable input")."""
-    args = build_parser().parse_args(argv)
+def main(argv=None, out=None, err=None):
+    """Runs the gate as ``python -m leakcheck gate`` would; returns its exit
+    status (argparse usage errors exit 2 through SystemExit)."""
+    from leakcheck.__main__ import PROG
+    p = argparse.ArgumentParser(prog=f"{PROG} gate", description=HELP)
+    add_arguments(p)
+    return run(p.parse_args(argv), out=out, err=err)
+
+
+def run(args, out=None, err=None):
+    """The gate over parsed arguments; returns the exit status."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     try:
         report = load_report(args.report)
         known = load_baseline(args.baseline) if args.baseline else {}
@@ -269,7 +276,3 @@ def main(argv=None, out=sys.stdout, err=sys.stderr):
         print(f"leakcheck gate: error: {e}", file=err)
         return EXIT_UNUSABLE
     return judge(report, known, out=out)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
