@@ -1,55 +1,93 @@
-"""The CI leak gate: ``python -m leakcheck gate REPORT [--baseline FILE]
-[--write-baseline FILE]``.
+"""The CI leak gate: ``python -m leakcheck gate REPORT [REPORT ...]
+[--baseline FILE] [--write-baseline FILE] [--format text|github]
+[--allow-partial]``.
 
-It reads a report that ``pytest --leaks-report=REPORT`` wrote and judges it
-against a baseline of known leaks:
+It reads the reports that ``pytest --leaks-report=REPORT`` wrote (one, or
+several judged as one: the shards of a run, the jobs of a Python matrix)
+and judges them against a baseline of known leaks:
 
 - exit 0 when nothing leaks beyond the baseline;
 - exit 1 when something new leaks, listing each new leak on its own line;
+  also when a report is partial (its run did not finish) or holds a test
+  that crashed, saying so, unless ``--allow-partial`` accepts that;
 - exit 2 when an input is unusable (missing, not JSON, not the expected
   schema), with a one-line reason.
 
-A leak is *known* when the baseline lists its test id with every probe that
-leaks now; a test that leaks in a probe the baseline does not list leaks
-anew.  ``--write-baseline FILE`` records every leak of REPORT as known (the
+A test found in several reports leaks when it leaks in any of them, in
+every probe that leaks in one; the message names the reports.  A leak is
+*known* when the baseline lists its test id with every probe that leaks
+now; a test that leaks in a probe the baseline does not list leaks anew.
+``--write-baseline FILE`` records every leak of the reports as known (the
 way to accept today's leaks); without ``--baseline`` the gate then judges
-against what it just wrote, and exits 0.
+against what it just wrote.
+
+``--format github`` also prints one GitHub Actions annotation per new leak
+(and per crashed test) at the test's definition, so that it shows in the
+pull request's diff.
 
 Pure Python and standard library only: the gate runs wherever the report
-lands, with no compiler and no pytest.
+lands, with no compiler and no pytest.  load_report() and UnusableInput are
+the public reader of reports for every command.
 """
 
-import argparse
 import json
 import os
+import stat
 import sys
 import tempfile
 
 REPORT_SCHEMA = "leakcheck-report/1"
 BASELINE_SCHEMA = "leakcheck-baseline/1"
-VERDICTS = ("leak", "clean", "error", "skipped")
+VERDICTS = ("leak", "clean", "error", "skipped", "crashed")
 
 EXIT_OK = 0
 EXIT_NEW_LEAKS = 1
 EXIT_UNUSABLE = 2
+
+HELP = ("fail CI when leakcheck reports hold a leak that the baseline does "
+        "not know (exit 0: none; 1: new leaks, listed; 2: unusable input)")
 
 
 class UnusableInput(Exception):
     """An input file the gate cannot judge; str() is the one-line reason."""
 
 
-def _load_json(path, what):
+def read_text(path, what):
+    """The UTF-8 text of the regular file `path`; UnusableInput naming
+    `what` otherwise.  A FIFO or a device is refused without waiting for a
+    writer."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise UnusableInput(f"cannot read {what} {path}: {e.strerror or e}")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnusableInput(f"{what} {path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    except OSError as e:
+        raise UnusableInput(f"cannot read {what} {path}: {e.strerror or e}")
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UnusableInput(f"{what} {path} is not UTF-8 text")
+
+
+def parse_json(text, path, what):
+    """`text` as JSON; UnusableInput naming `what` and `path` otherwise."""
     try:
         return json.loads(text)
     except ValueError as e:
         raise UnusableInput(f"{what} {path} is not valid JSON: {e}")
+    except RecursionError:
+        raise UnusableInput(f"{what} {path} is not a leakcheck file: its "
+                            f"JSON nests too deeply to read")
+
+
+def _load_json(path, what):
+    return parse_json(read_text(path, what), path, what)
 
 
 def _schema_of(data):
@@ -58,7 +96,8 @@ def _schema_of(data):
 
 def _check_tests(data, path, what):
     """The test entries of a report, after checking the fields the gate
-    relies on: each a dict with a string "id" and a known "verdict"."""
+    relies on: each a dict with a string "id", a known "verdict" and a list
+    of probe names as "leaking"."""
     tests = data.get("tests")
     if not isinstance(tests, list):
         raise UnusableInput(f"{what} {path} has no \"tests\" list")
@@ -68,19 +107,26 @@ def _check_tests(data, path, what):
                 f"{what} {path}: tests[{i}] has no string \"id\"")
         if t.get("verdict") not in VERDICTS:
             raise UnusableInput(
-                f"{what} {path}: tests[{i}] ({t['id']}) has verdict "
+                f"{what} {path}: tests[{i}] ({t['id']!r}) has verdict "
                 f"{t.get('verdict')!r}, not one of {', '.join(VERDICTS)}")
         leaking = t.get("leaking", [])
         if not isinstance(leaking, list) or not all(
                 isinstance(p, str) for p in leaking):
             raise UnusableInput(
-                f"{what} {path}: tests[{i}] ({t['id']}) has a \"leaking\" "
+                f"{what} {path}: tests[{i}] ({t['id']!r}) has a \"leaking\" "
                 f"that is not a list of probe names")
+    reasons = data.get("partial_reasons", [])
+    if not isinstance(reasons, list) or not all(
+            isinstance(r, str) for r in reasons):
+        raise UnusableInput(f"{what} {path}: \"partial_reasons\" is not a "
+                            f"list of strings")
     return tests
 
 
 def load_report(path):
-    """The report at `path` as a dict; UnusableInput when it is not one."""
+    """The report at `path` as a dict; UnusableInput when it is not one.
+    Every test entry has a string "id", a verdict of VERDICTS and a list of
+    probe names as "leaking"."""
     data = _load_json(path, "report")
     schema = _schema_of(data)
     if schema != REPORT_SCHEMA:
@@ -98,7 +144,9 @@ def leaks_of(report):
 
 def load_baseline(path):
     """Known leaks {test id: set of probes} from a baseline file, or from a
-    report (its leaks become the baseline); UnusableInput otherwise."""
+    report (its leaks become the baseline); UnusableInput otherwise.  The
+    one reader of baselines: the pytest plugin's --leaks-baseline uses it
+    too."""
     data = _load_json(path, "baseline")
     schema = _schema_of(data)
     if schema == REPORT_SCHEMA:
@@ -118,16 +166,65 @@ def load_baseline(path):
     return {k: set(v) for k, v in leaks.items()}
 
 
-def baseline_from(report):
-    """The baseline document that accepts every leak of `report`."""
-    return {"schema": BASELINE_SCHEMA,
-            "leaks": dict(sorted(leaks_of(report).items()))}
+# ---- several reports as one -------------------------------------------------
+
+class Test:
+    """One test id over every report that holds it."""
+
+    # A test's verdict over several reports: the first of these it has.
+    ORDER = ("leak", "crashed", "error", "clean", "skipped")
+
+    def __init__(self, test_id):
+        self.id = test_id
+        self.verdicts = set()
+        self.leaking = set()        # probes leaking in any report
+        self.leaks_in = []          # [(report name, entry)] where it leaks
+        self.crashed_in = []        # [(report name, entry)] where it crashed
+        self.file = None            # where it is defined, when a report says
+        self.line = None
+
+    @property
+    def verdict(self):
+        return next(v for v in self.ORDER if v in self.verdicts)
+
+    def add(self, name, entry):
+        self.verdicts.add(entry["verdict"])
+        if entry["verdict"] == "leak":
+            self.leaking.update(entry.get("leaking") or ())
+            self.leaks_in.append((name, entry))
+        elif entry["verdict"] == "crashed":
+            self.crashed_in.append((name, entry))
+        if self.file is None and isinstance(entry.get("file"), str):
+            line = entry.get("line")
+            self.file = entry["file"]
+            self.line = line if isinstance(line, int) and line > 0 else None
+
+
+def combine(reports):
+    """{test id: Test} of `reports`, [(name, report dict)], in the order
+    the reports list them."""
+    tests = {}
+    for name, report in reports:
+        for entry in report["tests"]:
+            tests.setdefault(entry["id"], Test(entry["id"])).add(name, entry)
+    return tests
+
+
+def baseline_from(reports):
+    """The baseline document that accepts every leak of `reports`, a list
+    of (name, report dict) or one report dict."""
+    if isinstance(reports, dict):
+        reports = [(None, reports)]
+    leaks = {t.id: sorted(t.leaking) for t in combine(reports).values()
+             if "leak" in t.verdicts}
+    return {"schema": BASELINE_SCHEMA, "leaks": dict(sorted(leaks.items()))}
 
 
 def render(data):
     """JSON text of a report or baseline: one line per top-level key, and
     one line per entry of a top-level list or object, so that files diff
-    and grep well."""
+    and grep well.  ASCII only: a test id holding any code point, a lone
+    surrogate too, is written escaped."""
     lines = []
     for i, (key, value) in enumerate(data.items()):
         head = f"  {json.dumps(key)}: "
@@ -147,7 +244,8 @@ def render(data):
 def write_json(path, data):
     """Writes a report or baseline `data` to `path` atomically, in the
     layout render() gives: readers see the old file or the whole new one,
-    never a part.  Public as leakcheck.write_report."""
+    never a part, even when the process is killed while writing.  Public
+    as leakcheck.write_report."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
@@ -167,55 +265,140 @@ def write_json(path, data):
         raise
 
 
-def new_leaks(report, known):
-    """[(test id, probes)] of the leaks in `report` that `known` does not
-    cover, in report order."""
-    out = []
-    for test_id, probes in leaks_of(report).items():
-        if not set(probes) <= known.get(test_id, set()):
-            out.append((test_id, probes))
-    return out
+def _deltas(entry):
+    deltas = entry.get("deltas")
+    deltas = deltas if isinstance(deltas, dict) else {}
+    parts = []
+    for probe in entry.get("leaking") or ():
+        runs = deltas.get(probe)
+        runs = [d for d in runs if isinstance(d, int)] \
+            if isinstance(runs, list) else []
+        parts.append(f"{probe} " + " ".join(f"{d:+d}" for d in runs)
+                     if runs else probe)
+    return "; ".join(parts)
 
 
-def verdict(report, known):
-    """(exit status, lines to print) of `report` judged against `known`:
-    EXIT_NEW_LEAKS when something new leaks, else EXIT_OK."""
-    tests = report["tests"]
-    leaks = leaks_of(report)
-    fresh = new_leaks(report, known)
-    counts = {v: 0 for v in VERDICTS}
-    for t in tests:
-        counts[t["verdict"]] += 1
-    checked = (f"{len(tests)} test{'s' if len(tests) != 1 else ''} checked: "
-               + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
-    lines = []
-    if report.get("partial"):
-        lines.append("leakcheck gate: note: the report is partial (the run "
-                     "did not finish); only the tests it holds were judged")
-    if fresh:
-        lines.append(f"leakcheck gate: {len(fresh)} new leak"
-                     f"{'s' if len(fresh) != 1 else ''} ({checked}):")
-        for test_id, probes in fresh:
-            old = known.get(test_id)
+def _plural(n, word):
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+class Verdict:
+    """What the gate found: `status`, the text `lines`, and `annotations`
+    [(kind, test, title, message)] for the findings that fail the gate."""
+
+    def __init__(self, reports, known, allow_partial=False):
+        self.status = EXIT_OK
+        self.lines = []
+        self.annotations = []
+        several = len(reports) > 1
+        tests = combine(reports)
+        counts = {v: 0 for v in VERDICTS}
+        for t in tests.values():
+            counts[t.verdict] += 1
+        shown = [v for v in VERDICTS if v != "crashed" or counts[v]]
+        checked = (f"{_plural(len(tests), 'test')} checked: "
+                   + ", ".join(f"{counts[v]} {v}" for v in shown))
+
+        fresh = [t for t in tests.values() if t.leaks_in
+                 and not t.leaking <= known.get(t.id, set())]
+        if fresh:
+            self.status = EXIT_NEW_LEAKS
+            self.lines.append(f"leakcheck gate: {_plural(len(fresh), 'new leak')}"
+                              f" ({checked}):")
+        else:
+            leaks = sum(1 for t in tests.values() if t.leaks_in)
+            self.lines.append(f"leakcheck gate: no new leaks ({checked}"
+                              + (f"; {leaks} known from the baseline"
+                                 if leaks else "") + ")")
+        for t in fresh:
+            old = known.get(t.id)
             extra = (f" (baseline knows only {', '.join(sorted(old))})"
                      if old else "")
-            lines.append(f"  LEAK {test_id}: {', '.join(probes) or '?'}"
-                         f"{extra}")
-    else:
-        known_now = len(leaks)
-        lines.append(f"leakcheck gate: no new leaks ({checked}"
-                     + (f"; {known_now} known from the baseline"
-                        if known_now else "") + ")")
-    clean = {t["id"] for t in tests if t["verdict"] == "clean"}
-    for test_id in sorted((set(known) - set(leaks)) & clean):
-        lines.append(f"  fixed (in the baseline, clean now): {test_id}")
-    return (EXIT_NEW_LEAKS if fresh else EXIT_OK), lines
+            where = (" in " + ", ".join(n for n, _ in t.leaks_in)
+                     if several else "")
+            self.lines.append(f"  LEAK {t.id}: "
+                              f"{', '.join(sorted(t.leaking)) or '?'}"
+                              f"{where}{extra}")
+            message = "\n".join((f"{n}: " if several else "") + _deltas(e)
+                                for n, e in t.leaks_in)
+            self.annotations.append(("leak", t, f"leak: {t.id}", message))
+        for t in sorted(tests.values(), key=lambda t: t.id):
+            if t.id in known and t.verdict == "clean":
+                self.lines.append(f"  fixed (in the baseline, clean now): "
+                                  f"{t.id}")
+
+        unfinished = []
+        for name, report in reports:
+            if report.get("partial"):
+                reasons = "; ".join(report.get("partial_reasons") or ())
+                unfinished.append(f"report {name} is partial, its run did not "
+                                  f"finish ({reasons or 'no reason given'})")
+        for t in tests.values():
+            for name, entry in t.crashed_in:
+                reason = entry.get("reason")
+                reason = reason if isinstance(reason, str) else "it crashed"
+                where = f" in {name}" if several else ""
+                unfinished.append(f"CRASHED {t.id}{where}: {reason}")
+                self.annotations.append(("crashed", t, f"crashed: {t.id}",
+                                         reason))
+        if unfinished:
+            if allow_partial:
+                self.lines.append("leakcheck gate: note: accepted "
+                                  "(--allow-partial):")
+            else:
+                self.status = EXIT_NEW_LEAKS
+                self.lines.append("leakcheck gate: failing: not every test "
+                                  "was judged (--allow-partial accepts "
+                                  "this):")
+            self.lines.extend(f"  {u}" for u in unfinished)
+        if allow_partial:
+            self.annotations = [a for a in self.annotations
+                                if a[0] != "crashed"]
 
 
-def judge(report, known, out=sys.stdout):
-    """Prints the verdict of `report` against `known` and returns the exit
-    status.  A reader that stops early (``| head``) does not change it."""
-    status, lines = verdict(report, known)
+def _escape(text, properties=False):
+    """GitHub Actions workflow command escaping, of a message or (with
+    `properties`) of a property's value."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if properties:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def github_annotation(test, title, message, rootdir=None):
+    """One ``::error`` workflow command at the test's definition; the file
+    is made relative to the current directory when the report's rootdir
+    lies in it (the checkout GitHub runs in)."""
+    props = []
+    if test.file:
+        path = test.file
+        if rootdir and os.path.isabs(rootdir):
+            full = os.path.join(rootdir, path)
+            rel = os.path.relpath(full, os.getcwd())
+            if not rel.startswith(os.pardir):
+                path = rel
+        props.append(f"file={_escape(path.replace(os.sep, '/'), True)}")
+        if test.line:
+            props.append(f"line={test.line}")
+    props.append(f"title={_escape(title, True)}")
+    return f"::error {','.join(props)}::{_escape(message)}"
+
+
+def _printable(stream):
+    """`stream`, set to write what its encoding cannot (a lone surrogate, a
+    non-ASCII id on an ASCII terminal) as escapes rather than fail."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
+    return stream
+
+
+def _print(lines, out):
+    """Prints `lines`; a reader that stops early (``| head``) changes
+    nothing."""
     try:
         for line in lines:
             print(line, file=out)
@@ -226,26 +409,38 @@ def judge(report, known, out=sys.stdout):
             # flush from failing too.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-    return status
 
 
-HELP = ("fail CI when leakcheck reports hold a leak that the baseline does "
-        "not know (exit 0: none; 1: new leaks, listed; 2: unusable input)")
+def _path_argument(text):
+    import argparse
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?)")
+    return text
 
 
 def add_arguments(p):
-    p.add_argument("report", metavar="REPORT",
-                   help="the JSON file pytest --leaks-report wrote")
-    p.add_argument("--baseline", metavar="FILE",
+    p.add_argument("reports", metavar="REPORT", nargs="+",
+                   type=_path_argument,
+                   help="a JSON file pytest --leaks-report wrote; several "
+                        "are judged as one (shards, a Python matrix)")
+    p.add_argument("--baseline", metavar="FILE", type=_path_argument,
                    help="known leaks: a file --write-baseline wrote, or an "
                         "older report")
-    p.add_argument("--write-baseline", metavar="FILE",
-                   help="write every leak of REPORT to FILE as known")
+    p.add_argument("--write-baseline", metavar="FILE", type=_path_argument,
+                   help="write every leak of the reports to FILE as known")
+    p.add_argument("--format", choices=("text", "github"), default="text",
+                   help="github: also one GitHub Actions ::error annotation "
+                        "per new leak and per crashed test, at the test's "
+                        "definition (default: text)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="do not fail on a partial report (its run did not "
+                        "finish) or a crashed test; judge the leaks alone")
 
 
 def main(argv=None, out=None, err=None):
     """Runs the gate as ``python -m leakcheck gate`` would; returns its exit
     status (argparse usage errors exit 2 through SystemExit)."""
+    import argparse
     from leakcheck.__main__ import PROG
     p = argparse.ArgumentParser(prog=f"{PROG} gate", description=HELP)
     add_arguments(p)
@@ -254,25 +449,37 @@ def main(argv=None, out=None, err=None):
 
 def run(args, out=None, err=None):
     """The gate over parsed arguments; returns the exit status."""
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
+    out = _printable(sys.stdout if out is None else out)
+    err = _printable(sys.stderr if err is None else err)
+    lines = []
     try:
-        report = load_report(args.report)
+        reports = [(path, load_report(path)) for path in args.reports]
         known = load_baseline(args.baseline) if args.baseline else {}
         if args.write_baseline:
-            doc = baseline_from(report)
+            doc = baseline_from(reports)
             try:
                 write_json(args.write_baseline, doc)
             except OSError as e:
                 raise UnusableInput(f"cannot write baseline "
                                     f"{args.write_baseline}: "
                                     f"{e.strerror or e}")
-            print(f"leakcheck gate: wrote {len(doc['leaks'])} known leak"
-                  f"{'s' if len(doc['leaks']) != 1 else ''} to "
-                  f"{args.write_baseline}", file=out)
+            lines.append(f"leakcheck gate: wrote "
+                         f"{_plural(len(doc['leaks']), 'known leak')} to "
+                         f"{args.write_baseline}")
             if not args.baseline:
                 known = {k: set(v) for k, v in doc["leaks"].items()}
     except UnusableInput as e:
-        print(f"leakcheck gate: error: {e}", file=err)
+        _print([f"leakcheck gate: error: {e}"], err)
         return EXIT_UNUSABLE
-    return judge(report, known, out=out)
+    v = Verdict(reports, known, allow_partial=args.allow_partial)
+    if args.format == "github":
+        rootdirs = {name: (r.get("environment") or {}).get("rootdir")
+                    for name, r in reports}
+        for kind, test, title, message in v.annotations:
+            source = (test.leaks_in or test.crashed_in)[0][0]
+            rootdir = rootdirs.get(source)
+            lines.append(github_annotation(
+                test, title, message,
+                rootdir if isinstance(rootdir, str) else None))
+    _print(lines + v.lines, out)
+    return v.status

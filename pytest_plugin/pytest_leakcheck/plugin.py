@@ -400,8 +400,11 @@ def _diagnose(item, runner, leaking):
 
 def _record(item, state, settings, verdict, outcome, series=None,
             reason=None, diagnosis=None, known=False):
+    path, lineno, _ = item.location
     rec = {"id": item.nodeid, "verdict": verdict, "outcome": outcome,
            "known": known, "reason": reason,
+           "file": path.replace(os.sep, "/"),
+           "line": None if lineno is None else lineno + 1,
            "warmup": settings.warmup, "repeat": settings.repeat,
            "runs": 0, "probes": list(settings.probes), "leaking": [],
            "deltas": {}, "thresholds": {}, "diagnosis": None,
@@ -583,8 +586,9 @@ class _SessionHooks:
         """pytest-xdist: a worker died while running `crashitem`."""
         self.state.mark_partial("a pytest-xdist worker crashed")
         self.state.add({
-            "id": crashitem, "verdict": "error", "outcome": "crashed",
-            "known": False, "reason": MSG_CRASHED, "warmup": None,
+            "id": crashitem, "verdict": "crashed", "outcome": "crashed",
+            "known": False, "reason": MSG_CRASHED,
+            "file": crashitem.split("::")[0], "line": None, "warmup": None,
             "repeat": None, "runs": 0, "probes": [], "leaking": [],
             "deltas": {}, "thresholds": {}, "diagnosis": None,
             "worker": None})

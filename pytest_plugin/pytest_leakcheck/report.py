@@ -44,7 +44,7 @@ import leakcheck
 
 SCHEMA = "leakcheck-report/1"
 BASELINE_SCHEMA = "leakcheck-baseline/1"
-VERDICTS = ("leak", "clean", "error", "skipped")
+VERDICTS = ("leak", "clean", "error", "skipped", "crashed")
 CHECKPOINT_REASON = ("the run had not finished when this report was written "
                      "(a checkpoint: the process may have died)")
 CHECKPOINT_FIRST = 20
@@ -166,4 +166,5 @@ def environment(config, leakcheck_version):
         "pytest": pytest.__version__,
         "leakcheck": leakcheck_version,
         "workers": workers if isinstance(workers, int) else None,
+        "rootdir": str(config.rootpath),
     }

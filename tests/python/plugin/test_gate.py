@@ -47,3 +47,99 @@ def test_usage_errors_exit_2(pytester, args, message):
     assert result.outlines == []
     result.stderr.fnmatch_lines(["usage: *", f"*: error: {message}"])
     assert "Traceback" not in result.stderr.str()
+
+
+# ---- several reports as one ------------------------------------------------
+
+COMMON = '''
+import os
+
+_KEPT = []
+
+def test_everywhere():
+    _KEPT.append([])
+
+def test_only_in_b():
+    if os.environ.get("SHARD") == "b":
+        _KEPT.append([])
+
+def test_clean():
+    pass
+'''
+
+SHARD_A = '''
+_KEPT = []
+
+def test_a_leaks():
+    _KEPT.append([])
+'''
+
+SHARD_B = '''
+def test_b_clean():
+    pass
+'''
+
+
+def line_of(path, name):
+    """The 1-based line of `def name(` in the file at `path`."""
+    return path.read_text().splitlines().index(f"def {name}():") + 1
+
+
+@pytest.fixture
+def two_reports(pytester, monkeypatch):
+    """a.json and b.json: two jobs of one suite, each with a shard of its
+    own and test_common.py, whose test_only_in_b leaks only in job b."""
+    pytester.makepyfile(test_common=COMMON, test_a=SHARD_A, test_b=SHARD_B)
+    for shard in "ab":
+        monkeypatch.setenv("SHARD", shard)
+        pytester.runpytest_subprocess("--leaks", f"--leaks-report={shard}.json",
+                                      "test_common.py", f"test_{shard}.py")
+    return "a.json", "b.json"
+
+
+def test_several_reports_gate_as_one(pytester, two_reports):
+    result = run_cli(pytester, "gate", *two_reports)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines_random([
+        "leakcheck gate: 3 new leaks (5 tests checked: 3 leak, 2 clean, "
+        "0 error, 0 skipped):",
+        "  LEAK test_common.py::test_everywhere: *objects* in a.json, b.json",
+        "  LEAK test_common.py::test_only_in_b: *objects* in b.json",
+        "  LEAK test_a.py::test_a_leaks: *objects* in a.json",
+    ])
+    assert len(result.outlines) == 4
+
+    result = run_cli(pytester, "gate", *two_reports,
+                     "--write-baseline", "known.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["leakcheck gate: wrote 3 known leaks to "
+                                 "known.json"])
+    for reports in (two_reports, two_reports[:1], two_reports[1:]):
+        result = run_cli(pytester, "gate", *reports, "--baseline",
+                         "known.json")
+        assert result.ret == 0, result.outlines
+        result.stdout.fnmatch_lines(["leakcheck gate: no new leaks (*"])
+
+
+def test_github_annotations_at_the_definitions(pytester, two_reports):
+    result = run_cli(pytester, "gate", *two_reports, "--format", "github")
+    assert result.ret == 1
+    errors = [l for l in result.outlines if l.startswith("::error ")]
+    assert len(errors) == 3
+    for name, test, jobs in [("test_common", "test_everywhere", "ab"),
+                             ("test_common", "test_only_in_b", "b"),
+                             ("test_a", "test_a_leaks", "a")]:
+        line = line_of(pytester.path / f"{name}.py", test)
+        head = (f"::error file={name}.py,line={line},title=leak%3A "
+                f"{name}.py%3A%3A{test}::")
+        found = [e[len(head):] for e in errors if e.startswith(head)]
+        assert len(found) == 1, (head, errors)
+        parts = found[0].split("%0A")
+        assert [p.split(":")[0] for p in parts] == [f"{j}.json" for j in jobs]
+        assert all("objects +1 +1 +1" in p for p in parts)
+    # The text follows, as without --format.
+    result.stdout.fnmatch_lines(["leakcheck gate: 3 new leaks *"])
+    result = run_cli(pytester, "gate", *two_reports, "--format", "github",
+                     "--baseline", "a.json")
+    assert result.ret == 1
+    assert len([l for l in result.outlines if l.startswith("::")]) == 1

@@ -29,7 +29,8 @@ def test_skips():
     pytest.skip("no")
 '''
 
-RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "warmup",
+RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
+               "line", "warmup",
                "repeat", "runs", "probes", "leaking", "deltas", "thresholds",
                "diagnosis", "worker"}
 
@@ -50,7 +51,8 @@ def test_report_schema(pytester, read_report):
     assert report["environment"]["python"] == ".".join(
         map(str, sys.version_info[:3]))
     assert report["summary"] == {"tests": 4, "leak": 1, "clean": 1,
-                                 "error": 1, "skipped": 1, "known": 0}
+                                 "error": 1, "skipped": 1, "crashed": 0,
+                                 "known": 0}
     for rec in recs.values():
         assert set(rec) == RECORD_KEYS
         assert rec["verdict"] in reportmod.VERDICTS
@@ -58,6 +60,8 @@ def test_report_schema(pytester, read_report):
             assert len(deltas) == rec["runs"]
     leak = recs["test_mixed.py::test_leaks"]
     assert leak["verdict"] == "leak" and leak["runs"] == 3
+    assert (leak["file"], leak["line"]) == ("test_mixed.py", 5)
+    assert report["environment"]["rootdir"] == str(pytester.path)
     assert "objects" in leak["leaking"]
     assert leak["deltas"]["objects"] == [1, 1, 1]
     assert leak["thresholds"]["objects"] == 1
@@ -212,6 +216,16 @@ def test_interrupted_run_leaves_a_partial_report(pytester, read_report):
     assert recs["test_int.py::test_1_done"]["verdict"] == "leak"
     result.stdout.fnmatch_lines(["*" + plugin.MSG_REPORT_WRITTEN.format(
         path=pytester.path / "r.json", partial=" (partial: *")])
+    # A partial report fails the gate, saying why, unless accepted.
+    status, out, _ = _gate(str(pytester.path / "r.json"), "--baseline",
+                           str(pytester.path / "r.json"))
+    assert status == 1
+    assert "  report r.json is partial, its run did not finish " \
+           "(interrupted (KeyboardInterrupt))" in out.replace(
+               str(pytester.path / "r.json"), "r.json").splitlines()
+    status, _, _ = _gate(str(pytester.path / "r.json"), "--baseline",
+                         str(pytester.path / "r.json"), "--allow-partial")
+    assert status == 0
 
 
 TERMINATED = '''
@@ -326,8 +340,13 @@ def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
     assert report["partial"] is True
     assert "a pytest-xdist worker crashed" in report["partial_reasons"]
     crashed = recs["test_crash.py::test_crashes"]
-    assert crashed["verdict"] == "error" and crashed["outcome"] == "crashed"
+    assert crashed["verdict"] == "crashed" and crashed["outcome"] == "crashed"
+    assert crashed["reason"] == plugin.MSG_CRASHED
     assert recs["test_crash.py::test_before"]["verdict"] == "clean"
-    # Valid for the gate: nothing leaked, and it says the report is partial.
+    # Nothing leaked, but the gate fails: a test crashed.
     status, out, _ = _gate(str(pytester.path / "r.json"))
-    assert status == 0 and "partial" in out
+    assert status == 1
+    assert (f"  CRASHED test_crash.py::test_crashes: {plugin.MSG_CRASHED}"
+            in out.splitlines())
+    status, out, _ = _gate(str(pytester.path / "r.json"), "--allow-partial")
+    assert status == 0 and "accepted (--allow-partial)" in out
