@@ -22,7 +22,7 @@ core = Extension(
 )
 
 setup(
-    packages=["leakcheck", "pytest_leakcheck"],
+    packages=["leakcheck", "leakcheck._evidence", "pytest_leakcheck"],
     package_dir={"pytest_leakcheck": "pytest_plugin/pytest_leakcheck"},
     ext_modules=[core],
 )

@@ -25,7 +25,7 @@ import os
 import sys
 import types
 
-from ._diagnose import describe, type_name
+from ._evidence.objects import describe, type_name
 
 __all__ = ["find_chain"]
 

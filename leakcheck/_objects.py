@@ -7,7 +7,8 @@ import weakref
 
 from . import _core
 from ._chain import find_chain
-from ._diagnose import Diagnosis, _garbage, describe, type_name
+from ._diagnose import Diagnosis
+from ._evidence.objects import describe, garbage_by_type, type_name
 from ._errors import LeakError
 
 __all__ = ["refcounts", "watch", "Handle", "assert_finalized",
@@ -147,7 +148,7 @@ def assert_no_garbage():
     if not gc.garbage:
         return
     diagnosis = Diagnosis(["garbage"])
-    diagnosis.garbage = _garbage(len(gc.garbage))
+    diagnosis.garbage = garbage_by_type(len(gc.garbage))
     n = len(gc.garbage)
     report = (f"leakcheck: gc.garbage holds {n} uncollectable object"
               f"{'' if n == 1 else 's'}\n" + str(diagnosis))

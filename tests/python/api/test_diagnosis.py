@@ -1,5 +1,6 @@
 """The diagnosis names what leaked and where: asserted on its content."""
 
+import gc
 import json
 import os
 import sys
@@ -189,6 +190,49 @@ def test_diagnose_alone(leaky):
     assert diagnosis.runs == 3 and diagnosis.leaking == ["objects"]
     assert diagnosis.objects[0] == {"type": "list", "delta": 3}
     assert repr(diagnosis) == "<Diagnosis of objects>"
+
+
+def test_the_objects_evidence_can_keep_what_the_runs_left_alive(leaky):
+    """Request.keep_objects: the objects the runs made and did not free,
+    on an unfrozen and on a frozen heap, and nothing of the objects that
+    were there before."""
+    from leakcheck._diagnose import _run, _settle_and_collect
+    from leakcheck._evidence import Request
+    from leakcheck._evidence.objects import TypeCensus
+
+    old = [[] for _ in range(100)]
+    kept = []
+
+    def run_once():
+        kept.append([len(kept)])
+        kept.append({"k": []})
+        [[] for _ in range(50)]            # made and freed
+        leaky.leak_new_list(2)
+
+    run_once()                             # first-use growth
+    for frozen in (False, True):
+        if frozen:
+            gc.collect()
+            gc.freeze()
+        try:
+            census = TypeCensus(Request({"objects"}, 2, keep_objects=True))
+            census.before()
+            assert _run(run_once, 2) is None
+            _settle_and_collect()
+            census.after()
+            diagnosis = leakcheck.Diagnosis(["objects"], 2)
+            census.fill(diagnosis)
+        finally:
+            gc.unfreeze()
+        survivors = diagnosis.survivors
+        assert all(any(obj is mine for obj in survivors)
+                   for mine in kept[-4:])
+        assert not any(obj is mine for obj in survivors for mine in old)
+        leaked = [obj for obj in survivors
+                  if type(obj) is list and obj == [1000000, 1000001]]
+        assert len(leaked) == 2, survivors
+        assert "survivors" not in diagnosis.to_dict()
+        del survivors, leaked, diagnosis, census
 
 
 def test_an_exception_while_diagnosing_is_a_note():

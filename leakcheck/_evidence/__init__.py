@@ -1,0 +1,91 @@
+"""The kinds of evidence a diagnosis gathers, one module each:
+
+    objects   the types whose live counts grew, reference counts, gc.garbage
+    pyalloc   the Python lines that allocated what survived (tracemalloc)
+    native    the C lines that allocated what survived (memray)
+    system    new file descriptors and threads
+
+Every kind is an Evidence.  diagnose() makes one of each kind the leaking
+probes ask for and drives them all through one protocol, so that a new
+kind is one class more and nothing else changes.
+"""
+
+import os
+
+__all__ = ["Evidence", "Request", "call", "CALL_SITE", "PACKAGE_DIR", "TOP"]
+
+# leakcheck's own folder: its frames are the harness's, never the leak.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = 10                  # entries shown per section
+
+
+class Request:
+    """What a diagnosis was asked: `leaking` (a set of probe names), `runs`
+    (re-runs to compare), `ignore` (absolute paths of a harness's folders
+    and files), `capture_dir` (where memray's capture is kept, or None),
+    `keep_objects` (keep the objects the runs left alive in
+    Diagnosis.survivors)."""
+
+    def __init__(self, leaking, runs, ignore=(), capture_dir=None,
+                 keep_objects=False):
+        self.leaking = leaking
+        self.runs = runs
+        self.ignore = ignore
+        self.capture_dir = capture_dir
+        self.keep_objects = keep_objects
+
+
+class Evidence:
+    """One kind of evidence.  diagnose() makes one of each kind whose
+    `wanted()` is true, then calls, in this order:
+
+        before()          outermost kind first, before the shared re-runs
+        after()           innermost kind first, after those runs (and a
+                          settle and full collection)
+        abandon()         instead of after(), for each kind begun, when
+                          a before() or after() raised: undo what
+                          before() started
+        own_runs(run)     for a kind that must watch runs of its own (a
+                          tracker that would distort the others): `run`
+                          re-runs the code `request.runs` times and
+                          returns the exception that stopped it, or None
+        fill(diagnosis)   once all of the above is done
+
+    The shared runs are nested in every before()/after() pair, so that
+    what one kind keeps is there when the others count, before and after
+    alike.  Nothing here may raise for the code under diagnosis: what
+    goes wrong becomes a note."""
+
+    # The probes whose growth this kind explains.
+    probes = frozenset()
+
+    def __init__(self, request):
+        self.request = request
+
+    @classmethod
+    def wanted(cls, request):
+        return bool(request.leaking & cls.probes)
+
+    def before(self):
+        pass
+
+    def after(self):
+        pass
+
+    def abandon(self):
+        pass
+
+    def own_runs(self, run):
+        pass
+
+    def fill(self, diagnosis):
+        pass
+
+
+def call(run_once):
+    # The one line every re-run goes through (CALL_SITE): what run_once
+    # allocates here with no frame of its own is charged to the caller.
+    return run_once()
+
+
+CALL_SITE = (call.__code__.co_filename, call.__code__.co_firstlineno + 3)

@@ -1,0 +1,139 @@
+"""Evidence from CPython's allocators: the Python lines where the blocks
+that survived the runs were allocated, found with tracemalloc
+(Diagnosis.allocations).
+
+tracemalloc swaps CPython's allocators when it starts: no other thread
+may be allocating through PyMem_RawMalloc without the GIL meanwhile (a
+CPython rule)."""
+
+import linecache
+import sys
+import tracemalloc
+
+from . import TOP, Evidence
+from .frames import charged_frame, ignored, outside_frames, owned_elsewhere
+
+__all__ = ["PyAllocations", "object_allocations"]
+
+TRACE_FRAMES = 10         # tracemalloc frames kept per allocation
+
+_TRACEMALLOC_FILE = tracemalloc.__file__
+if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
+    _TRACEMALLOC_FILE = _TRACEMALLOC_FILE[:-1]
+
+
+class PyAllocations(Evidence):
+    """What tracemalloc traces before and after the runs (starting it
+    unless it runs already), compared: what a harness in
+    `request.ignore` or leakcheck itself allocated left out."""
+
+    probes = frozenset({"blocks", "py_bytes", "py_allocs", "objects"})
+
+    def __init__(self, request):
+        super().__init__(request)
+        self.started = False
+        self.traces_before = None
+        self.traces_after = None
+
+    def before(self):
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(TRACE_FRAMES)
+            self.started = True
+        self.traces_before = _traces()
+
+    def after(self):
+        try:
+            self.traces_after = _traces()
+        finally:
+            self.abandon()
+
+    def abandon(self):
+        if self.started:
+            self.started = False
+            tracemalloc.stop()
+
+    def fill(self, diagnosis):
+        diagnosis.allocations = _allocations(
+            self.traces_before, self.traces_after, self.request.ignore)
+        self.traces_before = self.traces_after = None
+
+
+def _traces():
+    """What tracemalloc traces now, raw: (domain, size, traceback with the
+    innermost frame first, ...) tuples, as take_snapshot() holds them.
+    Compared as they are, without building a Statistic per traceback."""
+    snapshot = tracemalloc.take_snapshot()
+    traces = getattr(snapshot.traces, "_traces", None)
+    if traces is None:                      # pragma: no cover (not CPython)
+        traces = [(trace.domain, trace.size,
+                   tuple((f.filename, f.lineno)
+                         for f in reversed(trace.traceback)))
+                  for trace in snapshot.traces]
+    return traces
+
+
+def _by_traceback(traces):
+    """{traceback: [size, count]} of raw traces."""
+    groups = {}
+    for trace in traces:
+        group = groups.get(trace[2])
+        if group is None:
+            groups[trace[2]] = [trace[1], 1]
+        else:
+            group[0] += trace[1]
+            group[1] += 1
+    return groups
+
+
+def _allocations(before, after, ignore_paths=()):
+    """The lines where the blocks new in `after` (raw traces, see
+    _traces) were allocated, grouped by traceback as
+    Snapshot.compare_to(..., "traceback") would; what a harness in
+    `ignore_paths` or leakcheck itself allocated left out, and
+    tracemalloc's own allocations."""
+    ignore = ignored(ignore_paths)
+    old = _by_traceback(before)
+    by_line = {}
+    for tb, (size, count) in _by_traceback(after).items():
+        size_before, count_before = old.get(tb, (0, 0))
+        if count <= count_before or not tb:
+            continue
+        frames = tb[::-1]                   # oldest first, as shown
+        i = charged_frame(frames)
+        if (i is None or frames[-1][0] == _TRACEMALLOC_FILE
+                or owned_elsewhere(frames, i, ignore)):
+            continue
+        size_diff = size - size_before
+        entry = by_line.setdefault(frames[i], [0, 0, None, 0])
+        entry[0] += size_diff
+        entry[1] += count - count_before
+        if entry[2] is None or size_diff > entry[3]:
+            entry[2], entry[3] = outside_frames(frames, i), size_diff
+    return _ranked(by_line)
+
+
+def _ranked(by_line):
+    ranked = sorted(by_line.items(), key=lambda item: (-item[1][0],
+                                                       -item[1][1]))
+    return [{"file": filename, "line": lineno, "size": size, "count": count,
+             "source": linecache.getline(filename, lineno).strip(),
+             "traceback": frames}
+            for (filename, lineno), (size, count, frames, _) in
+            ranked[:TOP]]
+
+
+def object_allocations(objects):
+    """Where `objects` were allocated, by line, when tracemalloc traced
+    their allocation."""
+    by_line = {}
+    for obj in objects:
+        tb = tracemalloc.get_object_traceback(obj)
+        if tb is not None:
+            tb = [(frame.filename, frame.lineno) for frame in tb]
+        i = charged_frame(tb) if tb else None
+        if i is None:
+            continue
+        entry = by_line.setdefault(tb[i], [0, 0, outside_frames(tb, i), 0])
+        entry[0] += sys.getsizeof(obj, 0)
+        entry[1] += 1
+    return _ranked(by_line)
