@@ -22,6 +22,7 @@ PROG = "python -m leakcheck"
 
 COMMANDS = {
     "gate": "leakcheck.gate",
+    "html": "leakcheck._html",
 }
 
 

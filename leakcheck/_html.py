@@ -1,0 +1,517 @@
+"""``python -m leakcheck html REPORT [REPORT ...] -o FILE``: one page a
+person can open from a CI artifact, offline.
+
+The page holds the summary of the newest run, each test that leaked in it
+with a plot of its per-run growth for every probe (the threshold drawn
+across) and its diagnosis, and, when the reports span several runs
+(nightlies), a trend: which tests leaked on which night, new or known.
+
+Reports come in the order given, oldest first.  Reports written less than
+RUN_GAP apart belong to one run (the shards of a suite, the jobs of a
+Python matrix): in a run, a test leaks when it leaks in any of its reports,
+and each of those reports is shown.  A report without a readable
+"created" time is a run of its own.
+
+The page is one file: its style inline, its plots inline SVG, no script,
+nothing fetched.  Jinja2 renders it with autoescaping, so whatever a report
+holds (test ids, reprs, file names) shows as text.  Reports are read by the
+gate's reader (leakcheck.gate.load_report): a missing, truncated or foreign
+file is exit 2 with one line naming it.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+
+from .gate import EXIT_UNUSABLE, UnusableInput, load_report
+
+RUN_GAP = datetime.timedelta(hours=6)
+
+# Section titles of the diagnosis' keys; a key not named here shows under
+# its own name, as a table, a list or text, whatever it holds.
+SECTION_TITLES = {
+    "objects": "Objects that grew, by type",
+    "allocations": "Where the surviving memory was allocated (Python lines)",
+    "native": "Where the native memory was allocated (C lines)",
+    "native_sites": "Where the native memory was allocated (C lines)",
+    "refcounts": "Objects whose reference count grew",
+    "garbage": "Uncollectable objects in gc.garbage",
+    "fds": "New file descriptors",
+    "threads": "New threads",
+    "chains": "What holds it",
+    "survivors": "New objects that survived the runs",
+    "notes": "Notes",
+    "text": "Diagnosis",
+}
+_META_KEYS = ("leaking", "runs", "capture")
+_VERDICT_RANK = {"leak": 3, "error": 2, "clean": 1, "skipped": 0}
+
+# Plot geometry, in SVG user units (CSS pixels).
+_PLOT_W, _PLOT_H = 230, 92
+_PAD_LEFT, _PAD_RIGHT, _PAD_TOP, _PAD_BOTTOM = 44, 8, 10, 16
+
+
+# ---- runs -----------------------------------------------------------------
+
+def _created(report):
+    text = report.get("created")
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+
+
+def group_runs(reports):
+    """[[(path, report), ...] per run] of `reports` ((path, report) pairs
+    in the order given): a report joins the run before it when it was
+    created less than RUN_GAP after that run's first report."""
+    runs = []
+    start = None
+    for path, report in reports:
+        created = _created(report)
+        if (runs and created is not None and start is not None
+                and datetime.timedelta(0) <= created - start < RUN_GAP):
+            runs[-1].append((path, report))
+        else:
+            runs.append([(path, report)])
+            start = created
+    return runs
+
+
+def _run_label(run):
+    created = _created(run[0][1])
+    return created.strftime("%Y-%m-%d %H:%M") if created else run[0][0]
+
+
+def _report_label(path, report):
+    env = report.get("environment")
+    env = env if isinstance(env, dict) else {}
+    python = env.get("python")
+    bits = [f"Python {python}" if python else None,
+            "debug build" if env.get("debug_build") else None]
+    bits = [b for b in bits if b]
+    return f"{path} ({', '.join(bits)})" if bits else path
+
+
+def _merged_verdicts(run):
+    """{test id: verdict} over a run's reports: a leak anywhere is a leak,
+    then error, clean, skipped."""
+    verdicts = {}
+    for _, report in run:
+        for rec in report["tests"]:
+            old = verdicts.get(rec["id"])
+            if old is None or _VERDICT_RANK[rec["verdict"]] > _VERDICT_RANK[old]:
+                verdicts[rec["id"]] = rec["verdict"]
+    return verdicts
+
+
+# ---- plots ----------------------------------------------------------------
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        else None
+
+
+def _short(value, unit):
+    """A number short enough for a plot's axis: 65552 bytes -> 64K."""
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    if unit == "bytes" and value >= 1024:
+        for suffix in ("K", "M", "G"):
+            value /= 1024
+            if value < 1024 or suffix == "G":
+                return f"{sign}{value:.3g}{suffix}"
+    if value >= 10000:
+        return f"{sign}{value / 1000:.3g}k"
+    return f"{sign}{value}"
+
+
+def plot(probe, deltas, threshold, unit, leaking):
+    """The geometry of one probe's plot: a bar per measured run, red when
+    it reached the threshold, and the threshold as a dashed line."""
+    deltas = [d for d in map(_int, deltas) if d is not None]
+    threshold = _int(threshold)
+    top = max(deltas + [threshold or 0, 1])
+    bottom = min(deltas + [0])
+    inner_w = _PLOT_W - _PAD_LEFT - _PAD_RIGHT
+    inner_h = _PLOT_H - _PAD_TOP - _PAD_BOTTOM
+
+    def y(value):
+        return round(_PAD_TOP + (top - value) * inner_h / (top - bottom), 1)
+
+    slot = inner_w / max(len(deltas), 1)
+    bars = []
+    for i, d in enumerate(deltas):
+        y0, y1 = sorted((y(0), y(d)))
+        bars.append({
+            "x": round(_PAD_LEFT + i * slot + slot * 0.15, 1),
+            "w": round(slot * 0.7, 1), "y": y0, "h": max(y1 - y0, 1),
+            "run": i + 1, "value": d,
+            "hit": threshold is not None and d >= threshold,
+            "label_x": round(_PAD_LEFT + (i + 0.5) * slot, 1)})
+    return {
+        "probe": probe, "unit": unit or "", "leaking": leaking,
+        "deltas": deltas, "threshold": threshold, "bars": bars,
+        "width": _PLOT_W, "height": _PLOT_H,
+        "left": _PAD_LEFT, "right": _PLOT_W - _PAD_RIGHT,
+        "zero_y": y(0), "threshold_y": (y(threshold)
+                                        if threshold is not None else None),
+        "top_y": _PAD_TOP, "top_label": _short(top, unit),
+        "bottom_y": _PLOT_H - _PAD_BOTTOM,
+        "bottom_label": _short(bottom, unit) if bottom else None,
+        "axis_y": _PLOT_H - 4,
+        "threshold_label": (_short(threshold, unit)
+                            if threshold is not None else None),
+    }
+
+
+def _plots(rec, probes_info):
+    """The plots of a record's probes, leaking ones first, and the names of
+    the probes that did not move in any run (listed, not drawn)."""
+    deltas = rec.get("deltas") if isinstance(rec.get("deltas"), dict) else {}
+    thresholds = (rec.get("thresholds")
+                  if isinstance(rec.get("thresholds"), dict) else {})
+    leaking = rec.get("leaking") or []
+    names = [p for p in leaking if p in deltas]
+    names += [p for p in deltas if p not in names]
+    plots, flat = [], []
+    for name in names:
+        values = deltas[name] if isinstance(deltas[name], list) else []
+        if name not in leaking and not any(map(_int, values)):
+            flat.append(name)
+            continue
+        info = probes_info.get(name) if isinstance(probes_info, dict) else None
+        unit = info.get("unit") if isinstance(info, dict) else None
+        plots.append(plot(name, values, thresholds.get(name), unit,
+                          name in leaking))
+    return plots, flat
+
+
+# ---- the diagnosis --------------------------------------------------------
+
+def _scalar(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _where(entry):
+    """file:line (function) of a dict that names a place, else None."""
+    if not (isinstance(entry, dict) and "file" in entry):
+        return None
+    text = _scalar(entry.get("file"))
+    if entry.get("line") is not None:
+        text += f":{_scalar(entry['line'])}"
+    function = entry.get("function") or entry.get("func")
+    if function:
+        text += f" {_scalar(function)}()"
+    return text
+
+
+def _cell(value, key=None):
+    """The lines a table cell shows for a JSON value."""
+    if isinstance(value, list):
+        lines = []
+        for item in value:
+            where = _where(item)
+            if where is not None:
+                lines.append(where)
+            elif isinstance(item, dict):
+                lines.append(", ".join(f"{k}: {_scalar(v)}"
+                                       for k, v in item.items()))
+            else:
+                lines.append(_scalar(item))
+        return lines
+    if isinstance(value, dict):
+        return [f"{k}: {_scalar(v)}" for k, v in value.items()]
+    if key in ("delta", "size", "count", "bytes") and _int(value) is not None:
+        return [f"{value:+d}" if key == "delta" else f"{value:,}"]
+    return [_scalar(value)]
+
+
+def _table(entries):
+    """Columns and rows of a list of dicts; a place (file, line, function)
+    becomes one "where" column."""
+    columns = []
+    placed = any(_where(e) is not None for e in entries)
+    if placed:
+        columns.append("where")
+    for entry in entries:
+        for key in entry:
+            if placed and key in ("file", "line", "function", "func"):
+                continue
+            if key not in columns:
+                columns.append(key)
+    rows = []
+    for entry in entries:
+        row = []
+        for key in columns:
+            if key == "where":
+                row.append([_where(entry) or ""])
+            else:
+                row.append(_cell(entry.get(key), key))
+        rows.append(row)
+    return {"columns": columns, "rows": rows,
+            "numeric": [c in ("delta", "size", "count", "bytes", "new", "fd")
+                        for c in columns]}
+
+
+def sections(diagnosis):
+    """The diagnosis as sections the template shows: each a dict with a
+    "title" and a "kind" (table, chains, list, text) and what that kind
+    shows.  Every key of the diagnosis shows, known or not."""
+    if not isinstance(diagnosis, dict):
+        if diagnosis in (None, "", [], {}):
+            return []
+        return [{"title": "Diagnosis", "kind": "text",
+                 "text": _scalar(diagnosis)}]
+    out = []
+    for key, value in diagnosis.items():
+        if key in _META_KEYS or value in (None, "", [], {}):
+            continue
+        title = SECTION_TITLES.get(key, key.replace("_", " ").capitalize())
+        if key == "chains" and isinstance(value, list) and all(
+                isinstance(c, dict) for c in value):
+            out.append({"title": title, "kind": "chains",
+                        "chains": [_chain(c) for c in value]})
+        elif isinstance(value, list) and all(isinstance(v, dict)
+                                             for v in value):
+            out.append({"title": title, "kind": "table", **_table(value)})
+        elif isinstance(value, list):
+            out.append({"title": title, "kind": "list",
+                        "items": [_scalar(v) for v in value]})
+        elif isinstance(value, dict):
+            out.append({"title": title, "kind": "table",
+                        "columns": ["key", "value"],
+                        "rows": [[[_scalar(k)], _cell(v)]
+                                 for k, v in value.items()],
+                        "numeric": [False, False]})
+        else:
+            out.append({"title": title, "kind": "text",
+                        "text": _scalar(value)})
+    return out
+
+
+def _chain(chain):
+    path = chain.get("path") if isinstance(chain.get("path"), list) else []
+    return {"object": _scalar(chain.get("object")),
+            "watched_at": _scalar(chain.get("watched_at")),
+            "root": _scalar(chain.get("root")),
+            "expression": _scalar(chain.get("expression")),
+            "steps": [(_scalar(s.get("edge")), _scalar(s.get("type")))
+                      if isinstance(s, dict) else (_scalar(s), "")
+                      for s in path],
+            "unseen_refs": _int(chain.get("unseen_refs"))}
+
+
+def _diagnosis_meta(diagnosis):
+    if not isinstance(diagnosis, dict):
+        return {}
+    return {"runs": _int(diagnosis.get("runs")),
+            "capture": _scalar(diagnosis.get("capture"))}
+
+
+# ---- the page -------------------------------------------------------------
+
+def _summary(run):
+    counts = {v: 0 for v in _VERDICT_RANK}
+    verdicts = _merged_verdicts(run)
+    for v in verdicts.values():
+        counts[v] += 1
+    reports = []
+    for path, report in run:
+        env = report.get("environment")
+        env = env if isinstance(env, dict) else {}
+        settings = report.get("settings")
+        settings = settings if isinstance(settings, dict) else {}
+        probes = settings.get("probes")
+        reports.append({
+            "label": path, "created": _scalar(report.get("created")),
+            "python": _scalar(env.get("python")),
+            "debug": bool(env.get("debug_build")),
+            "platform": _scalar(env.get("platform")),
+            "tests": len(report["tests"]),
+            "leaks": sum(1 for t in report["tests"]
+                         if t["verdict"] == "leak"),
+            "settings": ", ".join(
+                f"{k} {_scalar(settings[k])}" for k in ("warmup", "repeat")
+                if k in settings),
+            "probes": (", ".join(map(_scalar, probes))
+                       if isinstance(probes, list) else ""),
+            "partial": bool(report.get("partial")),
+            "partial_reasons": [_scalar(r) for r in
+                                report.get("partial_reasons") or []
+                                if r is not None],
+        })
+    return {"tests": len(verdicts), "counts": counts, "reports": reports}
+
+
+def _leak_streaks(runs_verdicts):
+    """{test id: index of the run its current streak of leaks began}, for
+    the tests leaking in the last run."""
+    last = len(runs_verdicts) - 1
+    streaks = {}
+    for test_id, verdict in runs_verdicts[last].items():
+        if verdict != "leak":
+            continue
+        i = last
+        while i > 0 and runs_verdicts[i - 1].get(test_id) == "leak":
+            i -= 1
+        streaks[test_id] = i
+    return streaks
+
+
+def _leaking_tests(run, runs_verdicts, labels):
+    """The tests that leaked in the last run, each with the records of the
+    reports it leaked in."""
+    streaks = _leak_streaks(runs_verdicts)
+    tests = {}
+    for path, report in run:
+        probes_info = report.get("probes")
+        for rec in report["tests"]:
+            if rec["verdict"] != "leak":
+                continue
+            test = tests.setdefault(rec["id"], {"id": rec["id"],
+                                                "records": [],
+                                                "baseline": True})
+            test["baseline"] = test["baseline"] and bool(rec.get("known"))
+            diagnosis = rec.get("diagnosis")
+            plots, flat = _plots(rec, probes_info)
+            test["records"].append({
+                "report": _report_label(path, report),
+                "leaking": [_scalar(p) for p in rec.get("leaking") or []],
+                "runs": _scalar(rec.get("runs")),
+                "warmup": _scalar(rec.get("warmup")),
+                "worker": _scalar(rec.get("worker")),
+                "plots": plots, "flat": flat,
+                "meta": _diagnosis_meta(diagnosis),
+                "sections": sections(diagnosis),
+            })
+    out = []
+    for n, test_id in enumerate(sorted(tests), 1):
+        test = tests[test_id]
+        since = streaks.get(test_id, len(runs_verdicts) - 1)
+        if test["baseline"]:
+            status, why = "known", "in the baseline"
+        elif since < len(runs_verdicts) - 1:
+            status, why = "known", f"leaking since {labels[since]}"
+        else:
+            status, why = "new", ("first leaked in this run"
+                                  if len(runs_verdicts) > 1 else "")
+        test.update(anchor=f"leak-{n}", status=status, why=why)
+        out.append(test)
+    return out
+
+
+def _trend(runs_verdicts, labels):
+    """Rows of the trend table: every test that leaked in some run, each
+    cell the run's verdict, a leak marked new when the run before did not
+    leak it."""
+    ids = sorted({t for verdicts in runs_verdicts
+                  for t, v in verdicts.items() if v == "leak"})
+    last = runs_verdicts[-1]
+    ids.sort(key=lambda t: (last.get(t) != "leak", t))
+    rows = []
+    for test_id in ids:
+        cells = []
+        for i, verdicts in enumerate(runs_verdicts):
+            v = verdicts.get(test_id)
+            if v == "leak":
+                before = runs_verdicts[i - 1].get(test_id) if i else None
+                cells.append(("leak-new", "new leak") if before != "leak"
+                             else ("leak-known", "leak"))
+            elif v is None:
+                cells.append(("absent", "–"))
+            else:
+                cells.append((v, v))
+        rows.append({"id": test_id, "cells": cells})
+    totals = [sum(1 for v in verdicts.values() if v == "leak")
+              for verdicts in runs_verdicts]
+    return {"labels": labels, "rows": rows, "totals": totals}
+
+
+def page_context(reports, title=None):
+    """Everything the template shows, from (path, report) pairs in the
+    order given (oldest first)."""
+    runs = group_runs(reports)
+    labels = [_run_label(run) for run in runs]
+    runs_verdicts = [_merged_verdicts(run) for run in runs]
+    last = runs[-1]
+    return {
+        "title": title or "leakcheck report",
+        "generated": datetime.datetime.now(datetime.timezone.utc)
+                             .strftime("%Y-%m-%d %H:%M UTC"),
+        "run_label": labels[-1],
+        "summary": _summary(last),
+        "leaks": _leaking_tests(last, runs_verdicts, labels),
+        "trend": _trend(runs_verdicts, labels) if len(runs) > 1 else None,
+        "runs": len(runs),
+    }
+
+
+def render(reports, title=None):
+    """The page's HTML text for (path, report) pairs, oldest first."""
+    import jinja2
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("leakcheck", "templates"),
+        autoescape=True, trim_blocks=True, lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined)
+    return env.get_template("report.html").render(**page_context(reports,
+                                                                 title))
+
+
+# ---- the command ----------------------------------------------------------
+
+HELP = ("write one self-contained HTML page of leakcheck reports: a growth "
+        "plot and the diagnosis of every leaking test, a trend over runs "
+        "(exit 2: unusable input)")
+
+
+def add_arguments(p):
+    p.add_argument("reports", metavar="REPORT", nargs="+",
+                   help="JSON files pytest --leaks-report wrote; several "
+                        "runs (nightlies) oldest first")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   help="the HTML file to write")
+    p.add_argument("--title", help="the page's title")
+
+
+def main(argv=None, out=None, err=None):
+    """Runs the command as ``python -m leakcheck html`` would; returns its
+    exit status (argparse usage errors exit 2 through SystemExit)."""
+    from leakcheck.__main__ import PROG
+    p = argparse.ArgumentParser(prog=f"{PROG} html", description=HELP)
+    add_arguments(p)
+    return run(p.parse_args(argv), out=out, err=err)
+
+
+def run(args, out=None, err=None):
+    """Writes the page; returns the exit status: 0, or 2 on unusable
+    input."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    try:
+        reports = [(path, load_report(path)) for path in args.reports]
+        text = render(reports, args.title)
+        try:
+            directory = os.path.dirname(os.path.abspath(args.output))
+            os.makedirs(directory, exist_ok=True)
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UnusableInput(f"cannot write {args.output}: "
+                                f"{e.strerror or e}")
+    except UnusableInput as e:
+        print(f"leakcheck html: error: {e}", file=err)
+        return EXIT_UNUSABLE
+    leaks = sum(1 for _, r in reports for t in r["tests"]
+                if t["verdict"] == "leak")
+    print(f"leakcheck html: wrote {args.output} ({len(reports)} report"
+          f"{'s' if len(reports) != 1 else ''}, {leaks} leak record"
+          f"{'s' if leaks != 1 else ''})", file=out)
+    return 0
