@@ -284,7 +284,7 @@ def sections(diagnosis):
             out.append({"title": title, "kind": "table", **_table(value)})
         elif isinstance(value, list):
             out.append({"title": title, "kind": "list",
-                        "items": [_scalar(v) for v in value]})
+                        "entries": [_scalar(v) for v in value]})
         elif isinstance(value, dict):
             out.append({"title": title, "kind": "table",
                         "columns": ["key", "value"],

@@ -1,0 +1,242 @@
+"""``python -m leakcheck html``: the page made from real reports (two
+shards of one suite, several nightlies), rendered by headless Chromium and
+checked in the DOM it built; escaping; unusable input."""
+
+import html.parser
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from leakcheck import _html
+
+SHARD_1 = '''
+import pytest
+
+_KEPT = []
+
+class Node:
+    def __init__(self):
+        self.payload = bytearray(2000)
+
+def test_keeps_lists():
+    _KEPT.append([])
+
+@pytest.mark.parametrize("name", ["<script>alert(1)</script>"])
+def test_keeps_nodes(name):
+    _KEPT.append(Node())
+
+def test_clean_one():
+    assert sorted([2, 1]) == [1, 2]
+'''
+
+SHARD_2 = '''
+_KEPT = {}
+
+def test_keeps_dicts():
+    _KEPT[len(_KEPT)] = {"n": [len(_KEPT)]}
+
+def test_clean_two():
+    pass
+'''
+
+
+def run_cli(pytester, *args):
+    return pytester.run(sys.executable, "-m", "leakcheck", *args)
+
+
+def shard(pytester, name, source):
+    """A real report: pytest --leaks over `source` in a subprocess."""
+    pytester.makepyfile(**{name: source})
+    result = pytester.runpytest_subprocess(
+        f"{name}.py", "--leaks", "--leaks-repeat=3",
+        f"--leaks-report={name}.json")
+    assert result.ret == 1      # its leaks fail it
+    path = pytester.path / f"{name}.json"
+    return path, json.loads(path.read_text())
+
+
+def leak_ids(*reports):
+    return sorted(t["id"] for r in reports for t in r["tests"]
+                  if t["verdict"] == "leak")
+
+
+class Page(html.parser.HTMLParser):
+    """What a test looks for in a page: each leaking test's article (its
+    heading's text and how many svg plots it holds), the script elements,
+    the trend table's rows, and all the text."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.articles = []          # [{"id", "svgs"}]
+        self.scripts = 0
+        self.trend = []             # [[cell text, ...]] per body row
+        self.text = []
+        self._in = []               # open elements of interest
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "script":
+            self.scripts += 1
+        if tag == "article" and "leak" in classes:
+            self.articles.append({"id": "", "svgs": 0})
+        if tag == "svg" and self.articles:
+            self.articles[-1]["svgs"] += 1
+        if tag == "span" and "test-id" in classes and self.articles and \
+                "h3" in self._in:
+            self._in.append("id")
+            return
+        if tag == "table" and "trend" in classes:
+            self._in.append("trend")
+            return
+        if tag == "tr" and "trend" in self._in:
+            self.trend.append([])
+        if tag == "td" and "trend" in self._in:
+            self.trend[-1].append("")
+        self._in.append(tag)
+
+    def handle_endtag(self, tag):
+        if self._in:
+            self._in.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._in and self._in[-1] == "id":
+            self.articles[-1]["id"] += data
+        elif "trend" in self._in and self.trend and self.trend[-1] and \
+                self._in[-1] == "td":
+            self.trend[-1][-1] += data
+
+
+def chromium(*args):
+    """Runs headless Chromium; its stdout."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed (scripts/setup installs the "
+                    "Debian package chromium)")
+    proc = subprocess.run(
+        [exe, "--headless", "--no-sandbox", "--disable-gpu",
+         "--hide-scrollbars", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_page_of_two_shards_in_chromium(pytester, tmp_path):
+    path_1, report_1 = shard(pytester, "shard_one", SHARD_1)
+    path_2, report_2 = shard(pytester, "shard_two", SHARD_2)
+    expected = leak_ids(report_1, report_2)
+    assert len(expected) == 3
+    assert any("<script>" in test_id for test_id in expected)
+
+    result = run_cli(pytester, "html", str(path_1), str(path_2),
+                     "-o", "leaks.html")
+    assert result.ret == 0, result.stderr.str()
+    page = pytester.path / "leaks.html"
+    assert "<script" not in page.read_text().lower()
+
+    profile = tmp_path / "chromium-profile"
+    url = page.as_uri()
+    dom = Page(chromium(f"--user-data-dir={profile}", "--dump-dom", url))
+    assert sorted(a["id"] for a in dom.articles) == expected
+    for article in dom.articles:
+        assert article["svgs"] >= 1, article
+    assert dom.scripts == 0
+    assert "<script>alert(1)</script>" in "".join(dom.text)
+
+    shot = tmp_path / "leaks.png"
+    chromium(f"--user-data-dir={profile}", f"--screenshot={shot}",
+             "--window-size=1280,2000", url)
+    assert shot.stat().st_size > 10000
+    print(f"screenshot of the page: {shot}")
+
+
+def test_trend_over_nightlies(pytester):
+    night_1 = SHARD_1.replace("_KEPT.append([])", "pass")
+    path_1, report_1 = shard(pytester, "night_one", night_1)
+    # The same suite a night later: one more test leaks.
+    (pytester.path / "night_one.py").unlink()
+    path_2, report_2 = shard(pytester, "night_one", SHARD_1)
+    report_1["created"] = "2026-01-01T02:00:00Z"
+    report_2["created"] = "2026-01-02T02:00:00Z"
+    path_1 = pytester.path / "first.json"
+    path_1.write_text(json.dumps(report_1))
+    path_2.write_text(json.dumps(report_2))
+
+    result = run_cli(pytester, "html", str(path_1), str(path_2),
+                     "-o", "trend.html")
+    assert result.ret == 0, result.stderr.str()
+    dom = Page((pytester.path / "trend.html").read_text())
+    rows = {row[0]: row[1:] for row in dom.trend if row}
+    lists = "night_one.py::test_keeps_lists"
+    nodes = "night_one.py::test_keeps_nodes[<script>alert(1)</script>]"
+    assert rows[nodes] == ["new leak", "leak"]
+    assert rows[lists] == ["clean", "new leak"]
+    assert sorted(a["id"] for a in dom.articles) == [lists, nodes]
+
+
+def test_everything_shown_is_escaped(pytester):
+    path, report = shard(pytester, "shard_two", SHARD_2)
+    evil = "<script>alert('x')</script>"
+    for rec in report["tests"]:
+        if rec["verdict"] == "leak":
+            rec["id"] += evil
+            rec["diagnosis"]["objects"][0]["type"] = evil
+            rec["diagnosis"]["notes"].append(evil)
+            rec["diagnosis"]["native"] = [{"file": evil, "line": 3,
+                                          "function": evil, "bytes": [64]}]
+    report["environment"]["platform"] = evil
+    path.write_text(json.dumps(report))
+    result = run_cli(pytester, "html", str(path), "-o", "e.html")
+    assert result.ret == 0, result.stderr.str()
+    text = (pytester.path / "e.html").read_text()
+    assert "<script" not in text.lower()
+    page = Page(text)
+    shown = "".join(page.text)
+    assert shown.count(evil) >= 5
+    assert f"{evil}:3 {evil}()" in shown       # the native site's place
+
+
+def test_plot_geometry():
+    p = _html.plot("native_bytes", [65552, 0, -16], 1, "bytes", True)
+    assert [b["hit"] for b in p["bars"]] == [True, False, False]
+    assert p["top_label"] == "64K" and p["bottom_label"] == "-16"
+    assert p["bottom_y"] >= p["zero_y"] >= p["threshold_y"] >= p["top_y"]
+    bars = p["bars"]
+    assert bars[0]["y"] == p["top_y"] and bars[2]["y"] == p["zero_y"]
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "cannot read report {path}: No such file or directory"),
+    ('{"schema": "leakcheck-report/1", "tests": [', "*is not valid JSON*"),
+    ('{"schema": "other/1"}', "report {path} has schema 'other/1'*"),
+    (b"\xff\xfe", "report {path} is not UTF-8 text"),
+])
+def test_unusable_input_exits_2(pytester, content, reason):
+    path = pytester.path / "bad.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    result = run_cli(pytester, "html", str(path), "-o", "out.html")
+    assert result.ret == 2
+    assert result.outlines == []
+    assert len(result.errlines) == 1
+    result.stderr.fnmatch_lines([
+        "leakcheck html: error: " + reason.format(path=path)])
+    assert not (pytester.path / "out.html").exists()
+
+
+def test_unwritable_output_exits_2(pytester):
+    path, _ = shard(pytester, "shard_two", SHARD_2)
+    (pytester.path / "file").write_text("")
+    result = run_cli(pytester, "html", str(path), "-o", "file/out.html")
+    assert result.ret == 2
+    assert len(result.errlines) == 1
+    result.stderr.fnmatch_lines(["leakcheck html: error: cannot write "
+                                 "file/out.html: *"])
