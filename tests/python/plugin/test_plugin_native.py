@@ -1,0 +1,72 @@
+"""Native heap growth is judged by default: memory no Python probe sees (a
+forgotten malloc(), a buffer above pymalloc's limit that grows with no new
+object) fails the test without probes= or --leaks-probes, and the same code
+that frees what it takes passes."""
+
+import ctypes.util
+
+import pytest
+
+NATIVE = '''
+import ctypes
+import ctypes.util
+
+import pytest
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+_BUFFER = bytearray()
+
+def checksum(data, keep):
+    block = libc.malloc(64 * 1024)     # a C function's scratch buffer
+    ctypes.memset(block, 1, 64 * 1024)
+    if not keep:
+        libc.free(block)               # the twin frees it
+    return sum(data)
+
+@pytest.mark.noleak
+def test_malloc_forgotten():
+    checksum(b"abc", keep=True)
+
+@pytest.mark.noleak
+def test_malloc_freed():
+    checksum(b"abc", keep=False)
+
+@pytest.mark.noleak
+def test_buffer_grows():
+    _BUFFER.extend(b"x" * 4096)         # no new object: bytes above 512
+
+@pytest.mark.noleak
+def test_buffer_reused():
+    _BUFFER.clear()
+    _BUFFER.extend(b"x" * 4096)
+'''
+
+
+pytestmark = pytest.mark.skipif(
+    ctypes.util.find_library("c") is None, reason="needs the C library")
+
+
+@pytest.mark.parametrize("how", ["marker", "--leaks"])
+def test_native_leaks_fail_with_the_default_probes(pytester, read_report,
+                                                   how):
+    pytester.makepyfile(test_native=NATIVE)
+    args = ["-p", "no:cacheprovider", "--leaks-report=r.json"]
+    if how == "--leaks":
+        pytester.makeconftest("")
+        args.append("--leaks")
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 1, result.stdout.str()
+    _, recs = read_report()
+    verdicts = {tid.split("::")[1]: rec["verdict"] for tid, rec in recs.items()}
+    assert verdicts == {"test_malloc_forgotten": "leak",
+                        "test_malloc_freed": "clean",
+                        "test_buffer_grows": "leak",
+                        "test_buffer_reused": "clean"}, result.stdout.str()
+    malloc = recs["test_native.py::test_malloc_forgotten"]
+    assert "native_bytes" in malloc["leaking"], malloc
+    # Every measured run grew by at least the block it kept.
+    assert all(d >= 64 * 1024 for d in malloc["deltas"]["native_bytes"]), \
+        malloc
+    result.stdout.fnmatch_lines(["*test_malloc_forgotten*native_bytes*"])
