@@ -62,7 +62,8 @@ def test_sdist_holds_the_sources_license_and_changelog(dists):
     for want in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
                  "setup.py", "c_api/include/leakcheck.h",
                  "c_api/src/internal.h", "c_api/src/scope.c",
-                 "leakcheck/_core.c", "pytest_plugin/pytest_leakcheck/plugin.py"):
+                 "leakcheck/_core.c", "leakcheck/templates/report.html",
+                 "pytest_plugin/pytest_leakcheck/plugin.py"):
         assert want in names, f"{want} is not in {dists[0].name}"
 
 
@@ -76,6 +77,7 @@ def test_wheel_metadata(dists):
     assert any(n.startswith("leakcheck/_core.") and n.endswith(".so")
                for n in names)
     assert "pytest_leakcheck/plugin.py" in names
+    assert "leakcheck/templates/report.html" in names
     assert "leakcheck = pytest_leakcheck.plugin" in entry_points
     assert meta["Name"] == "leakcheck" and meta["Version"] == VERSION
     assert meta["License-Expression"] == "MIT"
