@@ -20,6 +20,7 @@
 #include <Python.h>
 
 #include "leakcheck.h"
+#include "internal.h"      /* lc__pyhook_restored */
 
 #include <limits.h>
 #include <stdlib.h>
@@ -193,6 +194,12 @@ static PyObject *
 core_probes_available(PyObject *mod, PyObject *unused)
 {
     return PyLong_FromUnsignedLong(lc_probes_available());
+}
+
+static PyObject *
+core_hook_restored(PyObject *mod, PyObject *unused)
+{
+    return PyLong_FromLong(lc__pyhook_restored());
 }
 
 static PyObject *
@@ -922,6 +929,9 @@ static PyMethodDef core_methods[] = {
      "threshold)"},
     {"probes_available", core_probes_available, METH_NOARGS,
      "The mask of probes that can be read now."},
+    {"hook_restored", core_hook_restored, METH_NOARGS,
+     "How many times the allocator hook behind py_bytes and py_allocs was "
+     "found taken out and put back."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},

@@ -20,20 +20,39 @@ from ._probes import (ProbeInfo, check_count, index_of, names_of,
 __all__ = ["scope", "Series", "repeat"]
 
 
-def _unread(asked, compared):
-    """A line naming the probes asked for that could not be read, or ''."""
-    missing = [name for name in asked if name not in compared]
-    if not missing:
+_HOOKED = ("py_bytes", "py_allocs")
+MSG_HOOK_RESTORED = (
+    "leakcheck's allocator hook was taken out while this ran (tracemalloc, "
+    "started before leakcheck, removes it on stop()) and was put back; "
+    "what was allocated meanwhile was not seen")
+
+
+def unread(asked, compared, restores):
+    """{name: why} for the probes asked for that were not compared.
+    `restores` is how often the allocator hook was put back while
+    measuring (_core.hook_restored() after minus before)."""
+    reasons = {}
+    for name in asked:
+        if name in compared:
+            continue
+        if name in _HOOKED and restores:
+            reasons[name] = MSG_HOOK_RESTORED
+        else:
+            info = ProbeInfo(*_core.probe_info(index_of(name)))
+            reasons[name] = info.reason or "not read"
+    return reasons
+
+
+def _unread_line(reasons):
+    """A line naming the probes that were not read and why, or ''."""
+    if not reasons:
         return ""
-    reasons = []
-    for name in missing:
-        info = ProbeInfo(*_core.probe_info(index_of(name)))
-        reasons.append(f"{name} ({info.reason or 'not read'})")
-    return "  not read here: " + ", ".join(reasons) + "\n"
+    return "  not read here: " + ", ".join(
+        f"{name} ({why})" for name, why in reasons.items()) + "\n"
 
 
-def _compose(engine_report, asked, compared, diagnosis):
-    text = engine_report + _unread(asked, compared)
+def _compose(engine_report, reasons, diagnosis):
+    text = engine_report + _unread_line(reasons)
     if diagnosis:
         text += str(diagnosis) + "\n"
     return text.rstrip("\n")
@@ -166,7 +185,8 @@ class scope:
     is growth.  Run the code once before the scope, or use repeat().
 
     After the block: ``leaked`` (bool), ``leaking`` (names), ``deltas``
-    ({name: growth}), ``probes`` (names compared), ``report`` (str).
+    ({name: growth}), ``probes`` (names compared), ``unread`` ({name:
+    why} for probes asked for but not compared), ``report`` (str).
     """
 
     def __init__(self, probes=None, tolerance=None, name=None):
@@ -185,7 +205,9 @@ class scope:
         self.leaking = []
         self.deltas = {}
         self.probes = []
+        self.unread = {}
         self.report = None
+        self._restores = 0
         self._bound_enter = self._enter
         self._bound_exit = self._exit
 
@@ -213,6 +235,7 @@ class scope:
         self._location = self._location or _caller(2)
         core.set_location(*self._location)
         self._threads = _os_threads()
+        self._restores = _core.hook_restored()
         self._refs = None
         if self._mask & _REFS_BIT & _core.probes_available():
             offset = (0, 0) if _calibrating else _refs_offset(self._kind)
@@ -261,7 +284,9 @@ class scope:
         head = _scope_report(self.name or "scope", self._location,
                              self.leaked, self.leaking, self.deltas,
                              tolerance, compared)
-        self.report = _compose(head, self._asked, compared, diagnosis)
+        self.unread = unread(self._asked, compared,
+                             _core.hook_restored() - self._restores)
+        self.report = _compose(head, self.unread, diagnosis)
         if self.leaked:
             raise LeakError(self.report, diagnosis)
 
@@ -319,7 +344,8 @@ class Series:
 
     Once next() has returned False: ``leaked``, ``leaking`` (names),
     ``runs`` (measured runs), ``probes`` (names compared), ``deltas``
-    ({name: [delta per run]}), ``thresholds`` ({name: int}) and report().
+    ({name: [delta per run]}), ``thresholds`` ({name: int}), ``unread``
+    ({name: why} for probes asked for but not compared) and report().
     """
 
     def __init__(self, warmup=1, repeat=4, probes=None, tolerance=None,
@@ -341,6 +367,7 @@ class Series:
         file, line = location
         core.set_location(str(file), int(line))
         self._core = core
+        self._restores = _core.hook_restored()
         self.done = False
         self.leaked = None
         self.leaking = []
@@ -348,6 +375,7 @@ class Series:
         self.probes = []
         self.deltas = {}
         self.thresholds = {}
+        self.unread = {}
 
     def next(self):
         """True while the code must run once more; False once the verdict
@@ -370,11 +398,12 @@ class Series:
                        for name in self.probes}
         self.thresholds = {name: core.threshold(index_of(name))
                            for name in self.probes}
+        self.unread = unread(self._asked, self.probes,
+                             _core.hook_restored() - self._restores)
 
     def report(self, diagnosis=None):
         """The readable report, with `diagnosis` (a Diagnosis) appended."""
-        return _compose(self._core.report(), self._asked, self.probes,
-                        diagnosis)
+        return _compose(self._core.report(), self.unread, diagnosis)
 
     def __repr__(self):
         state = ("running" if not self.done else

@@ -51,8 +51,14 @@ const char *lc__python_unavailable(int probe);
  * while the interpreter is quiet.  Returns 0 or a negative status. */
 int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
 
-/* The allocator hook: install is idempotent, called with the GIL held. */
+/* The allocator hook, called with the GIL held.  Installs it the first
+ * time; later, puts it back in the domains it was taken out of (by
+ * tracemalloc.stop() when tracemalloc was there first): 1 then, the
+ * counters having missed what happened meanwhile.  0 when it is in place;
+ * LC_EUNAVAIL when it cannot be (put back too often), LC_ENOMEM. */
 int lc__pyhook_install(void *get_allocator, void *set_allocator);
+/* How many times a domain's hook was put back since the process began. */
+int lc__pyhook_restored(void);
 void lc__pyhook_read(int64_t *bytes, int64_t *allocs);
 
 /* ---- shared by scope.c and series.c ---- */

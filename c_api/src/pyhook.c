@@ -52,6 +52,14 @@
  *   it is handed back to the allocator, so an address re-used at once by
  *   another thread is never confused with it.
  *
+ * The hook can be taken out from under us: tracemalloc installed before it
+ * (PYTHONTRACEMALLOC=1) restores, on stop(), the allocators it found, ours
+ * not among them.  Every snapshot asks whether an allocation in each domain
+ * still reaches the hook (on_path: the top allocator is ours, or one byte
+ * allocated through it moves our count) and puts it back where it does
+ * not.  The counters missed what happened meanwhile, so that snapshot
+ * reads neither probe: no delta spans the gap, none reads a flat zero.
+ *
  * So py_bytes is "usable bytes of live large and raw blocks" under the
  * release allocators, "requested bytes" under the debug hooks; its value
  * is relative to the install (it can be negative), its deltas are exact.
@@ -115,8 +123,21 @@ static lc__counts *all_counts;
 static char reg_lock;
 static pthread_key_t counts_key;
 
-static lc__allocator prev[LC__DOMAINS]; /* what we forward to; set once   */
-static int installed;          /* written once, with the GIL held         */
+/* One installation of the hook in one domain: what it forwards to.  The
+ * hook's ctx points here.  Someone else can take the hook out (tracemalloc,
+ * started before leakcheck, restores on stop() the allocators it found);
+ * putting it back makes a new generation, so that a call still running
+ * in the old one keeps the links it started with. */
+typedef struct {
+    lc__allocator prev;        /* the allocator below ours                */
+    int domain;
+} lc__link;
+
+#define LC__GENERATIONS 16     /* installs, the first one included        */
+
+static lc__link links[LC__GENERATIONS][LC__DOMAINS];
+static int installed;          /* generations used; written with the GIL  */
+static int restored;           /* domains put back, all generations       */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
 
@@ -328,13 +349,14 @@ untrack(void *ptr)
 
 /* -- no size known: the table -- */
 
-#define DOMAIN(ctx) ((int)(intptr_t)(ctx))
+#define LINK(ctx) ((const lc__link *)(ctx))
+#define DOMAIN(ctx) (LINK(ctx)->domain)
 #define TRACKED(d, size) ((d) == LC__DOMAIN_RAW || (size) > LC__SMALL)
 
 static void *
 table_malloc(void *ctx, size_t size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -353,7 +375,7 @@ table_malloc(void *ctx, size_t size)
 static void *
 table_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -372,7 +394,7 @@ table_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *
 table_realloc(void *ctx, void *ptr, size_t new_size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     size_t old = (size_t)-1;
     void *p;
 
@@ -401,7 +423,7 @@ table_realloc(void *ctx, void *ptr, size_t new_size)
 static void
 table_free(void *ctx, void *ptr)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
 
     if (in_hook || ptr == NULL) {
         a->free(a->ctx, ptr);
@@ -438,7 +460,7 @@ chunk_bytes(int d, void *p)
 static void *
 direct_malloc(void *ctx, size_t size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook) {
@@ -457,7 +479,7 @@ direct_malloc(void *ctx, size_t size)
 static void *
 direct_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook) {
@@ -476,7 +498,7 @@ direct_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *
 direct_realloc(void *ctx, void *ptr, size_t new_size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
     int64_t old;
 
@@ -502,7 +524,7 @@ direct_realloc(void *ctx, void *ptr, size_t new_size)
 static void
 direct_free(void *ctx, void *ptr)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
 
     if (ptr == NULL) {
         a->free(a->ctx, ptr);
@@ -528,7 +550,7 @@ direct_free(void *ctx, void *ptr)
 static void *
 forward_malloc(void *ctx, size_t size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -545,7 +567,7 @@ forward_malloc(void *ctx, size_t size)
 static void *
 forward_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -562,7 +584,7 @@ forward_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *
 forward_realloc(void *ctx, void *ptr, size_t new_size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -582,7 +604,7 @@ forward_realloc(void *ctx, void *ptr, size_t new_size)
 static void
 forward_free(void *ctx, void *ptr)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
 
     if (in_hook || ptr == NULL) {
         a->free(a->ctx, ptr);
@@ -614,7 +636,7 @@ debug_bytes(int d, const void *ptr)
 static void *
 debug_malloc(void *ctx, size_t size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -630,7 +652,7 @@ debug_malloc(void *ctx, size_t size)
 static void *
 debug_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
     if (in_hook)
@@ -646,7 +668,7 @@ debug_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *
 debug_realloc(void *ctx, void *ptr, size_t new_size)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
     int64_t old;
     void *p;
 
@@ -664,7 +686,7 @@ debug_realloc(void *ctx, void *ptr, size_t new_size)
 static void
 debug_free(void *ctx, void *ptr)
 {
-    const lc__allocator *a = &prev[DOMAIN(ctx)];
+    const lc__allocator *a = &LINK(ctx)->prev;
 
     if (in_hook || ptr == NULL) {
         a->free(a->ctx, ptr);
@@ -719,30 +741,112 @@ choose_hooks(const lc__allocator *hooks[LC__DOMAINS])
     }
 }
 
+/* 1 when `a` is one of our hooks. */
+static int
+is_ours(const lc__allocator *a)
+{
+    return a->malloc == table_malloc || a->malloc == direct_malloc ||
+           a->malloc == forward_malloc || a->malloc == debug_malloc;
+}
+
+/* 1 when an allocation in domain d reaches our hook: ours is on top, or
+ * another hook installed after ours forwards to it (tracemalloc started
+ * after leakcheck, memray); 0 when it does not; -1 when it cannot tell
+ * (no memory).  Seen, not guessed: one byte allocated through the domain
+ * and freed, and whether this thread's count moved meanwhile. */
+static int
+on_path(lc__get_alloc_fn get, int d)
+{
+    lc__allocator top;
+    lc__counts *c = my_counts;
+    int64_t before;
+    void *p;
+
+    get(d, &top);
+    if (is_ours(&top))
+        return 1;
+    if (c == NULL && (c = counts_slow()) == NULL)
+        return -1;
+    before = c->allocs;
+    p = top.malloc(top.ctx, 1);
+    if (p == NULL)
+        return -1;
+    d = c->allocs != before;
+    top.free(top.ctx, p);
+    return d;
+}
+
+/* Installs a generation of hooks over the domains flagged in `todo`,
+ * forwarding to what is there now.  When every domain is to be done, the
+ * hooks are chosen for the allocators CPython runs now; a domain put back
+ * alone gets the table's hooks, which need no help from the others. */
+static void
+install_unlocked(lc__get_alloc_fn get, lc__set_alloc_fn set,
+                 const int todo[LC__DOMAINS], int all)
+{
+    const lc__allocator *hooks[LC__DOMAINS];
+    lc__link *gen = links[installed];
+    int d;
+
+    if (all)
+        choose_hooks(hooks);
+    else
+        for (d = 0; d < LC__DOMAINS; d++)
+            hooks[d] = &table_hooks;
+    for (d = 0; d < LC__DOMAINS; d++) {
+        if (!todo[d])
+            continue;
+        get(d, &gen[d].prev);
+        gen[d].domain = d;
+    }
+    for (d = 0; d < LC__DOMAINS; d++) {
+        lc__allocator mine;
+        if (!todo[d])
+            continue;
+        mine = *hooks[d];
+        mine.ctx = &gen[d];
+        set(d, &mine);
+    }
+    installed++;
+}
+
 int
 lc__pyhook_install(void *get_allocator, void *set_allocator)
 {
     lc__get_alloc_fn get = (lc__get_alloc_fn)get_allocator;
     lc__set_alloc_fn set = (lc__set_alloc_fn)set_allocator;
-    const lc__allocator *hooks[LC__DOMAINS];
-    int d;
+    int todo[LC__DOMAINS], d, missing = 0;
 
-    if (installed)
-        return LC_OK;
     if (get == NULL || set == NULL)
         return LC_EUNAVAIL;
-    if (pthread_key_create(&counts_key, release_counts) != 0)
-        return LC_ESYS;
-    choose_hooks(hooks);
-    for (d = 0; d < LC__DOMAINS; d++)
-        get(d, &prev[d]);
-    for (d = 0; d < LC__DOMAINS; d++) {
-        lc__allocator mine = *hooks[d];
-        mine.ctx = (void *)(intptr_t)d;
-        set(d, &mine);
+    if (!installed) {
+        if (pthread_key_create(&counts_key, release_counts) != 0)
+            return LC_ESYS;
+        for (d = 0; d < LC__DOMAINS; d++)
+            todo[d] = 1;
+        install_unlocked(get, set, todo, 1);
+        return LC_OK;
     }
-    installed = 1;
-    return LC_OK;
+    for (d = 0; d < LC__DOMAINS; d++) {
+        int on = on_path(get, d);
+        if (on < 0)
+            return LC_ENOMEM;
+        todo[d] = !on;
+        missing += !on;
+    }
+    if (missing == 0)
+        return LC_OK;
+    if (installed == LC__GENERATIONS)
+        return LC_EUNAVAIL;
+    install_unlocked(get, set, todo, missing == LC__DOMAINS);
+    restored += missing;
+    return 1;
+}
+
+int
+lc__pyhook_restored(void)
+{
+    return restored;
 }
 
 void

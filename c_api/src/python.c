@@ -337,6 +337,8 @@ collect(void)
 int
 lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
 {
+    const unsigned hooked = LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
+                            LC_PROBE_BIT(LC_PROBE_PY_ALLOCS);
     PyObject *et, *ev, *etb, *sentinel = NULL;
     int gil, rc = LC_OK;
 
@@ -344,10 +346,16 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
     api.Err_Fetch(&et, &ev, &etb); /* the caller's exception, if any */
 
     rc = lookup_objects();
-    if (rc == LC_OK &&
-        (mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
-                 LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))))
-        rc = lc__pyhook_install(api.Mem_GetAllocator, api.Mem_SetAllocator);
+    if (rc == LC_OK && (mask & hooked)) {
+        /* A hook just put back (or that cannot be) has missed what was
+         * allocated meanwhile: no reading, so that no delta spans that. */
+        int put = lc__pyhook_install(api.Mem_GetAllocator,
+                                     api.Mem_SetAllocator);
+        if (put == 1 || put == LC_EUNAVAIL)
+            mask &= ~hooked;
+        else
+            rc = put;
+    }
     if (rc == LC_OK && settle_fn != NULL)
         settle_fn(settle_arg);
     /* Made before the collection, so that the collection puts it in the
@@ -366,16 +374,14 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
     /* First what temporaries would disturb: the allocator counters and the
      * native heap.  Then the probes that call into Python, whose
      * temporaries are gone before the next snapshot reads anything. */
-    if (mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
-                LC_PROBE_BIT(LC_PROBE_PY_ALLOCS))) {
+    if (mask & hooked) {
         int64_t bytes, allocs;
         /* Not put(): py_allocs counts frees of blocks allocated before the
          * hook too, so it can be negative; only its deltas mean anything. */
         lc__pyhook_read(&bytes, &allocs);
         snap->values[LC_PROBE_PY_BYTES] = bytes;
         snap->values[LC_PROBE_PY_ALLOCS] = allocs;
-        snap->mask |= mask & (LC_PROBE_BIT(LC_PROBE_PY_BYTES) |
-                              LC_PROBE_BIT(LC_PROBE_PY_ALLOCS));
+        snap->mask |= mask & hooked;
     }
     if (mask & LC_PROBE_BIT(LC_PROBE_BLOCKS))
         put(snap, LC_PROBE_BLOCKS,

@@ -53,6 +53,7 @@ MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
 MSG_GC_FROZEN = ("leakcheck: code in this session froze objects (gc.freeze), "
                  "so leakcheck did not freeze the heap: every snapshot "
                  "collected all of it (slower, same verdicts)")
+MSG_NOT_COMPARED = "leakcheck: {id}: {probe} not compared: {why}"
 SECTION_KNOWN = "leakcheck: known leak"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
@@ -408,12 +409,13 @@ def _record(item, state, settings, verdict, outcome, series=None,
            "warmup": settings.warmup, "repeat": settings.repeat,
            "runs": 0, "probes": list(settings.probes), "leaking": [],
            "deltas": {}, "thresholds": {}, "diagnosis": None,
-           "worker": state.worker_id}
+           "worker": state.worker_id, "unread": {}}
     if series is not None:
         rec.update(runs=series.runs, probes=list(series.probes),
                    leaking=list(series.leaking),
                    deltas={k: list(v) for k, v in series.deltas.items()},
-                   thresholds=dict(series.thresholds))
+                   thresholds=dict(series.thresholds),
+                   unread=dict(series.unread))
     if diagnosis is not None:
         try:
             rec["diagnosis"] = diagnosis.to_dict()
@@ -689,6 +691,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tests=len(recs), s="s" if len(recs) != 1 else "",
         known=f" ({known} known from the baseline)" if known else "",
         **counts))
+    available = {p.name for p in leakcheck.probes() if p.available}
+    for r in recs:
+        for probe, why in (r.get("unread") or {}).items():
+            if probe in available:
+                tr.write_line(MSG_NOT_COMPARED.format(
+                    id=r["id"], probe=probe, why=why))
     if state.freezer.refused:
         tr.write_line(MSG_GC_FROZEN)
     if state.report is not None and state.report.written:
