@@ -54,6 +54,10 @@ MSG_GC_FROZEN = ("leakcheck: code in this session froze objects (gc.freeze), "
                  "so leakcheck did not freeze the heap: every snapshot "
                  "collected all of it (slower, same verdicts)")
 MSG_NOT_COMPARED = "leakcheck: {id}: {probe} not compared: {why}"
+MSG_RIVAL = ("leakcheck: pytest-leaks is installed too and also defines "
+             "--leaks; run pytest with -p no:leaks to hunt with leakcheck "
+             "(-p no:leakcheck for pytest-leaks), or uninstall one of them")
+RIVAL = "leaks"           # pytest-leaks' plugin name (its pytest11 entry)
 SECTION_KNOWN = "leakcheck: known leak"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
@@ -165,8 +169,30 @@ def pytest_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(hooks)
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser, pluginmanager):
+    if _rival_loads(pluginmanager):
+        raise pytest.UsageError(MSG_RIVAL)
     settingsmod.add_options(parser)
+
+
+def _rival_loads(pluginmanager):
+    """Whether pytest-leaks, which defines --leaks too, is or will be
+    loaded in this session: whichever registers its option second would
+    die with an argparse traceback."""
+    if pluginmanager.get_plugin(RIVAL) is not None:
+        return True
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or \
+            pluginmanager.is_blocked(RIVAL):
+        return False
+    try:
+        from importlib.metadata import entry_points
+        eps = entry_points()
+        group = (eps.select(group="pytest11") if hasattr(eps, "select")
+                 else eps.get("pytest11", ()))
+        return any(ep.name == RIVAL and ep.value.startswith("pytest_leaks")
+                   for ep in group)
+    except Exception:
+        return False
 
 
 def pytest_configure(config):
@@ -593,7 +619,7 @@ class _SessionHooks:
             "file": crashitem.split("::")[0], "line": None, "warmup": None,
             "repeat": None, "runs": 0, "probes": [], "leaking": [],
             "deltas": {}, "thresholds": {}, "diagnosis": None,
-            "worker": None})
+            "worker": None, "unread": {}})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):

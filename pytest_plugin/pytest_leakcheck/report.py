@@ -15,7 +15,9 @@ A report is one JSON object:
      "tests": [{"id", "verdict": "leak"|"clean"|"error"|"skipped",
                 "outcome", "known", "reason", "warmup", "repeat", "runs",
                 "probes", "leaking", "deltas": {probe: [int per run]},
-                "thresholds": {probe: int}, "diagnosis", "worker"}, ...]}
+                "thresholds": {probe: int}, "diagnosis", "worker",
+                "unread": {probe: why it was asked for but not compared}},
+               ...]}
 
 `python -m leakcheck gate` reads it (leakcheck/gate.py, which keeps its own
 copy of the schema names: the gate runs with the standard library alone).
