@@ -14,6 +14,9 @@ growth is measured:
   (unreported but for its teardown) tears them down for the next item;
 - output captured by pytest, user properties and warnings of the extra runs
   are dropped (the reported run keeps its own);
+- what the item holds (attributes, own markers, keywords, extra keyword
+  matches, stash entries) is put back as the reported run left it, and a
+  test method gets a fresh instance of its class each run (_ItemState);
 - finalizers that function-scoped fixtures register on the shared fixtures
   they depend on are dropped once the fixture is finished (they are no-ops
   by then, and one accumulates per run);
@@ -119,6 +122,78 @@ def outcome_of(reports):
     return "passed"
 
 
+_MISSING = object()
+
+
+def _put_back_dict(d, saved, drop=()):
+    """Makes dict `d` hold what `saved` held, in place: keys added since are
+    removed, values replaced since are put back; keys in `drop` go."""
+    for key in [key for key in d if key not in saved or key in drop]:
+        del d[key]
+    for key, value in saved.items():
+        if key not in drop and d.get(key, _MISSING) is not value:
+            d[key] = value
+
+
+class _ItemState:
+    """What the item holds between runs, as the reported run left it: its
+    attributes (what fixtures and hooks store on request.node), its own
+    markers (request.applymarker, node.add_marker), keywords, extra keyword
+    matches and stash entries; the junit XML's test suite properties.
+    pytest fills these once per item; each
+    extra run would add to them again (a marker applied by a fixture: one
+    more per run), so they are put back after every extra run, the way
+    function-scoped fixtures are set up again.  A method's instance is not
+    kept: as pytest gives each test item a fresh instance of its class,
+    each run gets one."""
+
+    def __init__(self, item):
+        self.drop = ()
+        if type(item) is pytest.Function and \
+                isinstance(item.parent, pytest.Class):
+            self.drop = ("_instance", "_obj")
+        self.attrs = dict(item.__dict__)
+        self.markers = list(getattr(item, "own_markers", ()))
+        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
+        self.keywords = dict(keywords) if isinstance(keywords, dict) else None
+        extra = getattr(item, "extra_keyword_matches", None)
+        self.extra = set(extra) if isinstance(extra, set) else None
+        storage = getattr(getattr(item, "stash", None), "_storage", None)
+        self.stash = dict(storage) if isinstance(storage, dict) else None
+        self.suite = _suite_properties(item.config)
+        self.suite_len = len(self.suite) if self.suite is not None else 0
+
+    def put_back(self, item):
+        _put_back_dict(item.__dict__, self.attrs, self.drop)
+        markers = getattr(item, "own_markers", None)
+        if isinstance(markers, list) and markers != self.markers:
+            markers[:] = self.markers
+        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
+        if self.keywords is not None and isinstance(keywords, dict):
+            _put_back_dict(keywords, self.keywords)
+        extra = item.extra_keyword_matches
+        if self.extra is not None and extra != self.extra:
+            extra.intersection_update(self.extra)
+            extra.update(self.extra)
+        storage = getattr(getattr(item, "stash", None), "_storage", None)
+        if self.stash is not None and isinstance(storage, dict):
+            _put_back_dict(storage, self.stash)
+        if self.suite is not None:
+            del self.suite[self.suite_len:]
+
+
+def _suite_properties(config):
+    """junitxml's list of record_testsuite_property() calls, which a test
+    adds to on every run (None without --junitxml)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:         # pragma: no cover
+        return None
+    props = getattr(config.stash.get(xml_key, None), "global_properties",
+                    None)
+    return props if isinstance(props, list) else None
+
+
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
     series asks, and finally tears down what `nextitem` does not need."""
@@ -132,6 +207,7 @@ class ItemRunner:
         self._sections = 0
         self._properties = 0
         self._shared = ()
+        self._state = None      # _ItemState, from the reported run on
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
@@ -232,6 +308,8 @@ class ItemRunner:
         item = self.item
         self._sections = len(item._report_sections)
         self._properties = len(item.user_properties)
+        self._state = _ItemState(item)
+        self._state.put_back(item)      # the instance goes already
         info = getattr(item, "_fixtureinfo", None)
         defs = getattr(info, "name2fixturedefs", None) or {}
         self._shared = tuple(
@@ -263,6 +341,7 @@ class ItemRunner:
         item = self.item
         del item._report_sections[self._sections:]
         del item.user_properties[self._properties:]
+        self._state.put_back(item)
         self._drop_finished_finalizers()
         _clear_type_cache()
 
