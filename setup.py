@@ -24,6 +24,7 @@ core = Extension(
 setup(
     packages=["leakcheck", "leakcheck._evidence", "pytest_leakcheck"],
     package_dir={"pytest_leakcheck": "pytest_plugin/pytest_leakcheck"},
-    package_data={"leakcheck": ["templates/*.html", "templates/*.css"]},
+    package_data={"leakcheck": ["py.typed", "*.pyi", "templates/*.html",
+                                "templates/*.css"]},
     ext_modules=[core],
 )

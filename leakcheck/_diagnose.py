@@ -17,6 +17,7 @@ import gc
 import os
 import threading
 import tracemalloc
+from typing import Any, Callable, Iterable, Optional, Union
 
 from . import _core
 from ._evidence import Request, call
@@ -43,40 +44,45 @@ class Diagnosis:
     diagnosis has nothing to say about it; ``to_dict()`` gives them as
     JSON-ready data with stable keys, ``str()`` as readable text."""
 
-    def __init__(self, leaking=(), runs=0):
+    def __init__(self, leaking: Iterable[str] = (), runs: int = 0) -> None:
         self.leaking = list(leaking)
         self.runs = runs            # re-runs made; 0 when none was possible
-        self.objects = []           # [{"type", "delta"}], biggest first
-        self.allocations = []       # [{"file", "line", "size", "count",
-                                    #   "source", "traceback"}]
-        self.refcounts = []         # [{"object", "type", "delta"}]
-        self.garbage = []           # [{"type", "count", "new"}]
-        self.fds = []               # [{"fd", "target"}]
-        self.threads = []           # [{"name", "target", "daemon",
-                                    #   "native_id", "python"}]
-        self.chains = []            # [{"object", "watched_at", "root",
-                                    #   "expression", "path", "unseen_refs"}]
-        self.notes = []             # [str]
+        # [{"type", "delta"}], biggest first
+        self.objects: list[dict[str, Any]] = []
+        # [{"file", "line", "size", "count", "source", "traceback"}]
+        self.allocations: list[dict[str, Any]] = []
+        # [{"object", "type", "delta"}]
+        self.refcounts: list[dict[str, Any]] = []
+        # [{"type", "count", "new"}]
+        self.garbage: list[dict[str, Any]] = []
+        # [{"fd", "target"}]
+        self.fds: list[dict[str, Any]] = []
+        # [{"name", "target", "daemon", "native_id", "python"}]
+        self.threads: list[dict[str, Any]] = []
+        # [{"object", "watched_at", "root", "expression", "path",
+        #   "unseen_refs"}]
+        self.chains: list[dict[str, Any]] = []
+        self.notes: list[str] = []
         # The objects the re-runs made that are still alive, oldest first,
         # when asked for (Request.keep_objects); not part of to_dict().
-        self.survivors = None
+        self.survivors: Optional[list[Any]] = None
 
     _KEYS = ("leaking", "runs", "objects", "allocations", "refcounts",
              "garbage", "fds", "threads", "chains", "notes")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain data (str, int, bool, None, lists and
         dicts), with every key present."""
         import copy
         return {key: copy.deepcopy(getattr(self, key)) for key in self._KEYS}
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return any(getattr(self, key) for key in self._KEYS[2:])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Diagnosis of {', '.join(self.leaking) or 'nothing'}>"
 
-    def __str__(self):
+    def __str__(self) -> str:
         out = []
         how = (f"re-running the code {self.runs} time"
                f"{'' if self.runs == 1 else 's'}" if self.runs
@@ -146,7 +152,10 @@ class Diagnosis:
 
 # ---- re-running ---------------------------------------------------------
 
-def diagnose(run_once, leaking, runs=2, ignore=()):
+def diagnose(run_once: Callable[[], object],
+             leaking: Union[str, Iterable[str]], runs: int = 2,
+             ignore: Iterable[Union[str, "os.PathLike[str]"]] = ()
+             ) -> Diagnosis:
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
     probes in `leaking` (names).  Returns a Diagnosis.  An exception from

@@ -1,5 +1,10 @@
 """The exception every leakcheck verdict raises."""
 
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from ._diagnose import Diagnosis
+
 __all__ = ["LeakError"]
 
 
@@ -9,7 +14,8 @@ class LeakError(AssertionError):
     and where); ``error.diagnosis`` is the Diagnosis, or None when there is
     none (``error.diagnosis.to_dict()`` for a JSON report)."""
 
-    def __init__(self, report, diagnosis=None):
+    def __init__(self, report: str,
+                 diagnosis: "Optional[Diagnosis]" = None) -> None:
         super().__init__(report)
         self.report = report
         self.diagnosis = diagnosis

@@ -4,6 +4,8 @@ and whether the collector found anything it cannot free."""
 import gc
 import sys
 import weakref
+from types import TracebackType
+from typing import Any, Literal, Optional, Type
 
 from . import _core
 from ._chain import find_chain
@@ -38,16 +40,18 @@ class refcounts:
     ``after`` hold the counts.
     """
 
-    def __init__(self, *objs):
+    def __init__(self, *objs: object) -> None:
         self._objs = objs
-        self.before = None
-        self.after = None
+        self.before: Optional[list[int]] = None
+        self.after: Optional[list[int]] = None
 
-    def __enter__(self):
+    def __enter__(self) -> "refcounts":
         self.before = _counts(self._objs)
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         if exc_type is not None:
             return False
         self.after = _counts(self._objs)
@@ -78,22 +82,23 @@ class Handle:
 
     __slots__ = ("_ref", "description", "where")
 
-    def __init__(self, ref, description, where):
+    def __init__(self, ref: "weakref.ref[Any]", description: str,
+                 where: str) -> None:
         self._ref = ref
         self.description = description   # what it was, for reports
         self.where = where               # "file:line" of the watch() call
 
     @property
-    def alive(self):
+    def alive(self) -> bool:
         return self._ref() is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "alive" if self.alive else "finalized"
         return (f"<leakcheck.Handle of {self.description} "
                 f"(watched at {self.where}, {state})>")
 
 
-def watch(obj):
+def watch(obj: object) -> Handle:
     """A Handle on `obj` that does not keep it alive; assert_finalized()
     fails while the object lives.  TypeError for objects that cannot be
     weakly referenced."""
@@ -110,7 +115,7 @@ def watch(obj):
                                       f"{frame.f_lineno}")
 
 
-def assert_finalized(*handles):
+def assert_finalized(*handles: Handle) -> None:
     """After a full collection, fails with LeakError for every watched
     object still alive, with the chain of references from a root (a module
     global, a frame's local, a class attribute, or C code when nothing the
@@ -139,7 +144,7 @@ def assert_finalized(*handles):
     raise LeakError(report, diagnosis)
 
 
-def assert_no_garbage():
+def assert_no_garbage() -> None:
     """After a full collection, fails with LeakError when gc.garbage holds
     anything (objects in reference cycles the collector cannot free), with
     their types.  gc.garbage and the collector's debug flags are left as

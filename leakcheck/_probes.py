@@ -5,12 +5,18 @@ a bad value gets the same clear message wherever it came from."""
 import operator
 import sys
 from collections.abc import Mapping
-from typing import NamedTuple, Optional
+from typing import Iterable, NamedTuple, Optional, Tuple, Union
 
 from . import _core
 
 __all__ = ["ProbeInfo", "PROBE_NAMES", "DEFAULT_PROBES", "Snapshot",
            "probes", "snapshot"]
+
+# How the public API takes probes: names, as an iterable or one
+# comma-separated string; None for DEFAULT_PROBES.
+ProbeNames = Union[str, Iterable[str], None]
+# And tolerances: one for every probe, or {probe name: tolerance}.
+Tolerance = Union[int, Mapping[str, int], None]
 
 
 class ProbeInfo(NamedTuple):
@@ -55,7 +61,7 @@ _INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
 # recursive code (argparse, strptime) reads py_bytes +100 to +300 or so,
 # deterministically.  A series never sees that grow every run; there it is
 # asked for by name.
-DEFAULT_PROBES = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
+DEFAULT_PROBES: Tuple[str, ...] = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
                   "garbage", "native_bytes", "fds", "threads")
 if sys.version_info < (3, 11):
     DEFAULT_PROBES = tuple(p for p in DEFAULT_PROBES if p != "py_bytes")
@@ -64,12 +70,12 @@ Snapshot = _core.Snapshot
 Mapping.register(Snapshot)
 
 
-def probes():
+def probes() -> list[ProbeInfo]:
     """Every probe, available here or not, with the reason when not."""
     return [ProbeInfo(*_core.probe_info(i)) for i in range(len(PROBE_NAMES))]
 
 
-def snapshot(probes=None):
+def snapshot(probes: ProbeNames = None) -> Snapshot:
     """Reads the probes now (``probes``: names, as a sequence or a
     comma-separated string; default DEFAULT_PROBES), after settling the
     interpreter and a full collection.  Returns a Snapshot, a read-only

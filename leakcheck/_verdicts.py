@@ -10,14 +10,19 @@ import functools
 import os
 import sys
 import time
+from types import TracebackType
+from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
+                    Type, TypeVar, Union, cast)
 
 from . import _core
-from ._diagnose import diagnose, diagnose_after
+from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._errors import LeakError
-from ._probes import (ProbeInfo, check_count, index_of, names_of,
-                      readable_mask, tolerances)
+from ._probes import (ProbeInfo, ProbeNames, Tolerance, check_count,
+                      index_of, names_of, readable_mask, tolerances)
 
 __all__ = ["scope", "Series", "repeat"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 _HOOKED = ("py_bytes", "py_allocs")
@@ -130,8 +135,8 @@ _HUGE = 1 << 40
 # statement holds different references when it calls __enter__ and
 # __exit__ (the bound __exit__, its arguments, __enter__'s result), so an
 # empty scope is not zero in refs.  Measured once, on debug builds only.
-_refs_offsets = {}
-_calibrating = []                       # non-empty while measuring
+_refs_offsets: "dict[str, Tuple[int, int]]" = {}
+_calibrating: "list[str]" = []          # non-empty while measuring
 _calibration = [0, 0]                   # the last measurement's raw deltas
 
 
@@ -189,7 +194,9 @@ class scope:
     why} for probes asked for but not compared), ``report`` (str).
     """
 
-    def __init__(self, probes=None, tolerance=None, name=None):
+    def __init__(self, probes: ProbeNames = None,
+                 tolerance: Tolerance = None,
+                 name: Optional[str] = None) -> None:
         self._mask = readable_mask(probes)
         self._asked = names_of(self._mask)
         self._tolerance = tolerances(tolerance, self._asked)
@@ -201,18 +208,25 @@ class scope:
         self._location = None       # set by the decorator: the function
         self._refs = None           # (tolerance, offset, own refcount)
         self._threads = 0           # the process's threads at __enter__
-        self.leaked = None
-        self.leaking = []
-        self.deltas = {}
-        self.probes = []
-        self.unread = {}
-        self.report = None
+        self.leaked: Optional[bool] = None
+        self.leaking: list[str] = []
+        self.deltas: dict[str, int] = {}
+        self.probes: list[str] = []
+        self.unread: dict[str, str] = {}
+        self.report: Optional[str] = None
         self._restores = 0
         self._bound_enter = self._enter
         self._bound_exit = self._exit
 
-    __enter__ = _Prebound("_bound_enter")
-    __exit__ = _Prebound("_bound_exit")
+    if TYPE_CHECKING:
+        def __enter__(self) -> "scope": ...
+
+        def __exit__(self, exc_type: Optional[Type[BaseException]],
+                     exc: Optional[BaseException],
+                     tb: Optional[TracebackType]) -> Literal[False]: ...
+    else:
+        __enter__ = _Prebound("_bound_enter")
+        __exit__ = _Prebound("_bound_exit")
 
     def _enter(self):
         # At core.begin() this frame must hold the same references whatever
@@ -290,7 +304,7 @@ class scope:
         if self.leaked:
             raise LeakError(self.report, diagnosis)
 
-    def __call__(self, func):
+    def __call__(self, func: _F) -> _F:
         probes, tolerance = self._settings
         name = self.name or getattr(func, "__qualname__", None)
         code = getattr(func, "__code__", None)
@@ -307,7 +321,7 @@ class scope:
             with each:
                 result = func(*args, **kwargs)
             return result
-        return checked
+        return cast(_F, checked)
 
 
 def _scope_report(name, location, leaked, leaking, deltas, tolerance,
@@ -348,8 +362,11 @@ class Series:
     ({name: why} for probes asked for but not compared) and report().
     """
 
-    def __init__(self, warmup=1, repeat=4, probes=None, tolerance=None,
-                 name=None, location=None):
+    def __init__(self, warmup: int = 1, repeat: int = 4,
+                 probes: ProbeNames = None, tolerance: Tolerance = None,
+                 name: Optional[str] = None,
+                 location: Optional[Tuple[Union[str, "os.PathLike[str]"],
+                                          int]] = None) -> None:
         self.warmup = check_count(warmup, "warmup", 0)
         self.repeat = check_count(repeat, "repeat", 1)
         mask = readable_mask(probes)
@@ -369,15 +386,15 @@ class Series:
         self._core = core
         self._restores = _core.hook_restored()
         self.done = False
-        self.leaked = None
-        self.leaking = []
+        self.leaked: Optional[bool] = None
+        self.leaking: list[str] = []
         self.runs = 0
-        self.probes = []
-        self.deltas = {}
-        self.thresholds = {}
-        self.unread = {}
+        self.probes: list[str] = []
+        self.deltas: dict[str, list[int]] = {}
+        self.thresholds: dict[str, int] = {}
+        self.unread: dict[str, str] = {}
 
-    def next(self):
+    def next(self) -> bool:
         """True while the code must run once more; False once the verdict
         is in (the results are then set)."""
         if self._core.next():
@@ -401,19 +418,20 @@ class Series:
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
 
-    def report(self, diagnosis=None):
+    def report(self, diagnosis: Optional[Diagnosis] = None) -> str:
         """The readable report, with `diagnosis` (a Diagnosis) appended."""
         return _compose(self._core.report(), self.unread, diagnosis)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = ("running" if not self.done else
                  f"leaked: {', '.join(self.leaking)}" if self.leaked
                  else "clean")
         return f"<leakcheck.Series {self.name!r} {state}, {self.runs} runs>"
 
 
-def repeat(func, *args, warmup=1, repeat=4, probes=None, tolerance=None,
-           **kwargs):
+def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
+           repeat: int = 4, probes: ProbeNames = None,
+           tolerance: Tolerance = None, **kwargs: Any) -> Series:
     """Runs ``func(*args, **kwargs)`` as a Series: `warmup` runs, then up
     to `repeat` measured runs.  On a leak, re-runs it under diagnose() and
     raises LeakError with the report; otherwise returns the finished

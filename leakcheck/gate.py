@@ -35,6 +35,7 @@ import os
 import stat
 import sys
 import tempfile
+from typing import Any, Mapping, Union
 
 REPORT_SCHEMA = "leakcheck-report/1"
 BASELINE_SCHEMA = "leakcheck-baseline/1"
@@ -241,7 +242,8 @@ def render(data):
     return "{\n" + "\n".join(lines) + "\n}\n"
 
 
-def write_json(path, data):
+def write_json(path: Union[str, "os.PathLike[str]"],
+               data: Mapping[str, Any]) -> None:
     """Writes a report or baseline `data` to `path` atomically, in the
     layout render() gives: readers see the old file or the whole new one,
     never a part, even when the process is killed while writing.  Public

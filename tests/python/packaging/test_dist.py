@@ -1,7 +1,7 @@
 """The distributions a user installs: the sdist and the wheel built from
-it, with their metadata and license, and the sdist installed into a
-throwaway virtual environment, where the package, its C extension and the
-pytest plugin must work without the source tree.
+it, with their metadata, license and type information, and the sdist
+installed into a throwaway virtual environment, where the package, its C
+extension and the pytest plugin must work without the source tree.
 
 The sdist and wheel are built once per session with ``python -m build
 --no-isolation`` (this environment's setuptools); the sdist is then
@@ -62,7 +62,8 @@ def test_sdist_holds_the_sources_license_and_changelog(dists):
     for want in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
                  "setup.py", "c_api/include/leakcheck.h",
                  "c_api/src/internal.h", "c_api/src/scope.c",
-                 "leakcheck/_core.c", "leakcheck/templates/report.html",
+                 "leakcheck/_core.c", "leakcheck/_core.pyi",
+                 "leakcheck/py.typed", "leakcheck/templates/report.html",
                  "pytest_plugin/pytest_leakcheck/plugin.py"):
         assert want in names, f"{want} is not in {dists[0].name}"
 
@@ -78,6 +79,7 @@ def test_wheel_metadata(dists):
                for n in names)
     assert "pytest_leakcheck/plugin.py" in names
     assert "leakcheck/templates/report.html" in names
+    assert "leakcheck/py.typed" in names and "leakcheck/_core.pyi" in names
     assert "leakcheck = pytest_leakcheck.plugin" in entry_points
     assert meta["Name"] == "leakcheck" and meta["Version"] == VERSION
     assert meta["License-Expression"] == "MIT"
@@ -101,6 +103,8 @@ def test_installed_sdist_works_without_the_source_tree(venv, tmp_path):
         import importlib.metadata as md, pathlib, sys
         import leakcheck, leakcheck._core
         site = pathlib.Path(sys.prefix).resolve()
+        here = pathlib.Path(leakcheck.__file__).parent
+        assert (here / "py.typed").is_file() and (here / "_core.pyi").is_file()
         for mod in (leakcheck, leakcheck._core):
             assert site in pathlib.Path(mod.__file__).resolve().parents, mod
         dist = md.distribution("leakcheck")
