@@ -22,9 +22,13 @@ core = Extension(
 )
 
 setup(
-    packages=["leakcheck", "leakcheck._evidence", "pytest_leakcheck"],
+    # leakcheck/templates holds data only (the HTML report's, read through
+    # jinja2's PackageLoader), listed as a package so that setuptools
+    # installs it without warning that it would be ignored.
+    packages=["leakcheck", "leakcheck._evidence", "leakcheck.templates",
+              "pytest_leakcheck"],
     package_dir={"pytest_leakcheck": "pytest_plugin/pytest_leakcheck"},
-    package_data={"leakcheck": ["py.typed", "*.pyi", "templates/*.html",
-                                "templates/*.css"]},
+    package_data={"leakcheck": ["py.typed", "*.pyi"],
+                  "leakcheck.templates": ["*.html", "*.css"]},
     ext_modules=[core],
 )
