@@ -38,6 +38,12 @@ grep -qx "leakcheck_DIR:PATH=$cfgdir" "$tmp/config/CMakeCache.txt" ||
     { grep leakcheck_DIR "$tmp/config/CMakeCache.txt"; fail "find_package did not take $cfgdir"; }
 echo "ok   find_package(leakcheck 0.1 CONFIG) found $libdir/cmake/leakcheck"
 lc_check_example "$tmp/config"
+# The example's own CTest: fixed passes, leaky is expected to fail.
+(cd "$tmp/config" && "${CMAKE%cmake}ctest" --output-on-failure) >"$tmp/ctest.log" 2>&1 ||
+    { cat "$tmp/ctest.log"; fail "ctest in the example"; }
+grep -q "100% tests passed.* out of 2$" "$tmp/ctest.log" ||
+    { cat "$tmp/ctest.log"; fail "ctest did not run the example's two tests"; }
+echo "ok   ctest: fixed passes, leaky fails as expected"
 
 # The version file refuses what this build cannot answer.
 mkdir "$tmp/ver"
