@@ -36,9 +36,36 @@ struct lc_snapshot {
 
 /* NULL when `probe` (a native one) can be read here, else why not. */
 const char *lc__native_unavailable(int probe);
-/* Reads the native probes of `mask` into snap; brings glibc's per-thread
- * cache to a fixed state first so that it does not count as growth. */
-void lc__native_read(lc_snapshot *snap, unsigned mask);
+/* Reads the native probes of `mask` into snap; `flags` as given to
+ * lc_snapshot_take, with LC__SNAPSHOT_LAST. */
+void lc__native_read(lc_snapshot *snap, unsigned mask, unsigned flags);
+/* A snapshot flag of the engine's own: the last snapshot of a scope or
+ * series, where memcheck's leak search prints its loss records. */
+#define LC__SNAPSHOT_LAST 0x100u
+
+/* What one memcheck leak search found, in bytes (VALGRIND_COUNT_LEAKS). */
+typedef struct lc__leak_counts {
+    int64_t leaked, dubious, reachable, suppressed;
+} lc__leak_counts;
+
+/* 1 when the process runs under valgrind's memcheck; else why not. */
+int lc__memcheck(void);
+const char *lc__memcheck_unavailable(void);
+/* Runs one memcheck leak search into *c: quiet but for memcheck's summary,
+ * or, with `report`, printing the loss records added since the last one.
+ * LC_EUNAVAIL when not under memcheck. */
+int lc__memcheck_search(int report, lc__leak_counts *c);
+
+/* The native heap (heap.c): NULL when it can be read, else why not; what
+ * it reads (names the allocator whose numbers are used); whether it reads
+ * memcheck's search (then lc__heap_read takes its counts, or searches
+ * when given NULL); the reading in bytes, or -1.  The first reading
+ * settles the process first (lc__heap_settle, once). */
+const char *lc__heap_unavailable(void);
+const char *lc__heap_doc(void);
+int lc__heap_memcheck(void);
+int64_t lc__heap_read(const lc__leak_counts *counts);
+void lc__heap_settle(void);
 /* Reads only the thread count; -1 when it cannot. */
 int64_t lc__threads_now(void);
 

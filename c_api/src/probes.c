@@ -1,6 +1,7 @@
 /*
- * probes.c — the probe table, and the probes that need no Python: native
- * heap bytes, file descriptors, threads and valgrind's leak count.
+ * probes.c — the probe table, and the probes that need no Python: file
+ * descriptors, threads and valgrind's leak count (native heap bytes are
+ * read in heap.c).
  *
  * Every reader here avoids malloc (stack buffers and raw system calls), so
  * that reading a probe never changes another probe's reading.
@@ -11,30 +12,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define LC_HAVE_VALGRIND 1
-#endif
-#endif
-
-#if defined(__GLIBC__) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-#define LC_HAVE_MALLINFO2 1
-#endif
-
 /*
- * Defaults.  Python probes are exact once the interpreter is settled, so a
- * scope tolerates no growth and a series needs one unit per run.
- * native_bytes tolerates one page in a scope: glibc keeps bookkeeping that
- * a clean test can grow once (a new thread's arena header, stdio buffers on
- * first use); a series sees such one-off growth in one run only.
+ * Defaults.  Every probe is exact once the process is settled, so a scope
+ * tolerates no growth and a series needs one unit per run: a forgotten
+ * malloc of any size fails.  native_bytes settles what a clean scope would
+ * otherwise grow once (heap.c).
  */
 const lc__probe_desc lc__probes[LC_PROBE_COUNT] = {
     [LC_PROBE_REFS] = {"refs", "refs",
@@ -56,7 +43,7 @@ const lc__probe_desc lc__probes[LC_PROBE_COUNT] = {
     [LC_PROBE_GARBAGE] = {"garbage", "objects",
                           "uncollectable objects in gc.garbage", 0, 1, 1},
     [LC_PROBE_NATIVE_BYTES] = {"native_bytes", "bytes",
-                               "C heap in use (glibc mallinfo2)", 4096, 1, 0},
+                               "C heap in use", 0, 1, 0},
     [LC_PROBE_FDS] = {"fds", "fds", "open file descriptors", 0, 1, 0},
     [LC_PROBE_THREADS] = {"threads", "threads", "live threads", 0, 1, 0},
     [LC_PROBE_VALGRIND] = {"valgrind", "bytes",
@@ -97,7 +84,7 @@ lc_probe_get_info(int probe, lc_probe_info *info)
     d = &lc__probes[probe];
     info->name = d->name;
     info->unit = d->unit;
-    info->doc = d->doc;
+    info->doc = probe == LC_PROBE_NATIVE_BYTES ? lc__heap_doc() : d->doc;
     info->reason = unavailable(probe);
     info->available = info->reason == NULL;
     info->tolerance = d->tolerance;
@@ -173,94 +160,12 @@ lc__threads_now(void)
     return count_entries("/proc/self/task");
 }
 
-/* ---- native heap --------------------------------------------------------- */
-
-/*
- * glibc's per-thread cache (tcache) keeps up to 7 freed chunks per size
- * class, and mallinfo counts them as in use: a clean malloc/free pair can
- * look like growth.  Filling every class of the calling thread's cache
- * before each reading puts the cache in the same state every time, so
- * it cancels out of any delta.  Cost: 64 x 7 malloc/free pairs.
- *
- * malloc may hand out a chunk one class larger than asked (when splitting
- * a free chunk would leave less than a minimum chunk), and freeing it
- * fills that class, not this one: such strays are set aside until the
- * class holds 7 chunks of its own size.  Classes go in ascending order,
- * so the class a stray lands in is filled after it.
- */
-#define LC__TCACHE_BINS 64
-#define LC__TCACHE_COUNT 7
-#define LC__TCACHE_STRAYS 32
-
-static void
-fill_tcache(void)
-{
-    void *held[LC__TCACHE_COUNT], *stray[LC__TCACHE_STRAYS];
-    size_t bin;
-    int n, strays;
-
-    for (bin = 0; bin < LC__TCACHE_BINS; bin++) {
-        size_t request = 24 + 16 * bin;   /* lands in tcache bin `bin` */
-        n = strays = 0;
-        while (n < LC__TCACHE_COUNT && strays < LC__TCACHE_STRAYS) {
-            void *p = malloc(request);
-            if (p == NULL)
-                break;
-            if (malloc_usable_size(p) == request)
-                held[n++] = p;
-            else
-                stray[strays++] = p;
-        }
-        while (n > 0)
-            free(held[--n]);
-        while (strays > 0)
-            free(stray[--strays]);
-    }
-}
-
-static int64_t
-heap_in_use(void)
-{
-#if defined(LC_HAVE_MALLINFO2)
-    struct mallinfo2 mi;
-
-    fill_tcache();
-    mi = mallinfo2();
-    return (int64_t)mi.uordblks + (int64_t)mi.hblkhd;
-#else
-    return -1;
-#endif
-}
-
-/* ---- valgrind ------------------------------------------------------------ */
-
-static int64_t
-valgrind_leaked(void)
-{
-#if defined(LC_HAVE_VALGRIND)
-    unsigned long leaked = 0, dubious = 0, reachable = 0, suppressed = 0;
-
-    /* "added" mode also has memcheck log where each new leak was allocated. */
-    VALGRIND_DO_ADDED_LEAK_CHECK;
-    VALGRIND_COUNT_LEAKS(leaked, dubious, reachable, suppressed);
-    (void)reachable;
-    (void)suppressed;
-    return (int64_t)(leaked + dubious);
-#else
-    return -1;
-#endif
-}
-
 const char *
 lc__native_unavailable(int probe)
 {
     switch (probe) {
     case LC_PROBE_NATIVE_BYTES:
-#if defined(LC_HAVE_MALLINFO2)
-        return NULL;
-#else
-        return "needs glibc 2.33 or later (mallinfo2)";
-#endif
+        return lc__heap_unavailable();
     case LC_PROBE_FDS:
         return access("/proc/self/fd", R_OK) == 0
                    ? NULL
@@ -270,11 +175,7 @@ lc__native_unavailable(int probe)
                    ? NULL
                    : "/proc/self/task cannot be read";
     case LC_PROBE_VALGRIND:
-#if defined(LC_HAVE_VALGRIND)
-        return RUNNING_ON_VALGRIND ? NULL : "not running under valgrind";
-#else
-        return "built without valgrind's headers";
-#endif
+        return lc__memcheck_unavailable();
     default:
         return "not a native probe";
     }
@@ -289,15 +190,32 @@ put(lc_snapshot *snap, int probe, int64_t value)
     }
 }
 
+/*
+ * Under memcheck, one leak search serves native_bytes and valgrind alike.
+ * It prints memcheck's loss records only in the last snapshot of a scope
+ * or series: what that scope leaked, once, rather than again at every
+ * snapshot (the records added since the previous search).  The valgrind
+ * probe counts definitely and possibly lost bytes.
+ */
 void
-lc__native_read(lc_snapshot *snap, unsigned mask)
+lc__native_read(lc_snapshot *snap, unsigned mask, unsigned flags)
 {
-    if (mask & LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES))
-        put(snap, LC_PROBE_NATIVE_BYTES, heap_in_use());
+    const unsigned heap = LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES);
+    const unsigned vg = LC_PROBE_BIT(LC_PROBE_VALGRIND);
+    lc__leak_counts c;
+    int searched = LC_EUNAVAIL;
+
+    if (mask & (heap | vg))
+        lc__heap_settle();
+    if ((mask & vg) || ((mask & heap) && lc__heap_memcheck()))
+        searched = lc__memcheck_search((flags & LC__SNAPSHOT_LAST) != 0, &c);
+    if (mask & heap)
+        put(snap, LC_PROBE_NATIVE_BYTES,
+            lc__heap_read(searched == LC_OK ? &c : NULL));
     if (mask & LC_PROBE_BIT(LC_PROBE_FDS))
         put(snap, LC_PROBE_FDS, count_fds());
     if (mask & LC_PROBE_BIT(LC_PROBE_THREADS))
         put(snap, LC_PROBE_THREADS, lc__threads_now());
-    if (mask & LC_PROBE_BIT(LC_PROBE_VALGRIND))
-        put(snap, LC_PROBE_VALGRIND, valgrind_leaked());
+    if ((mask & vg) && searched == LC_OK)
+        put(snap, LC_PROBE_VALGRIND, c.leaked + c.dubious);
 }

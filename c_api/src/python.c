@@ -387,7 +387,7 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
         put(snap, LC_PROBE_BLOCKS,
             api.GetAllocatedBlocks ? (int64_t)api.GetAllocatedBlocks()
                                    : call_int(py.sys_blocks));
-    lc__native_read(snap, mask & LC_PROBES_NATIVE);
+    lc__native_read(snap, mask & LC_PROBES_NATIVE, flags);
     if (mask & LC_PROBE_BIT(LC_PROBE_GARBAGE)) {
         Py_ssize_t n = api.Object_Size(py.gc_garbage);
         if (n < 0)

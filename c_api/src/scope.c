@@ -107,7 +107,8 @@ lc_scope_end(lc_scope *s)
         return LC_EINVAL;
     if (s->state != SCOPE_BEGUN)
         return LC_ESTATE;
-    rc = lc__snapshot_settled(&s->after, s->before.mask, 0, &s->before);
+    rc = lc__snapshot_settled(&s->after, s->before.mask, LC__SNAPSHOT_LAST,
+                              &s->before);
     if (rc != LC_OK)
         return rc;
     s->compared = s->before.mask & s->after.mask;

@@ -146,7 +146,12 @@ lc_series_next(lc_series *s)
         s->calls++;
         return 1;
     }
-    rc = lc__snapshot_settled(&s->cur, s->compared, s->flags, &s->prev);
+    /* A probe still alive runs the series to its last run, which is
+     * therefore the last snapshot of any series that can leak. */
+    rc = lc__snapshot_settled(&s->cur, s->compared,
+                              s->flags | (s->runs + 1 == s->repeat
+                                              ? LC__SNAPSHOT_LAST : 0),
+                              &s->prev);
     if (rc != LC_OK)
         return rc;
     measure(s);

@@ -75,7 +75,7 @@ lc_snapshot_take(lc_snapshot *snap, unsigned probes, unsigned flags)
      * native memory and descriptors too. */
     if (lc__python_unavailable(LC_PROBE_BLOCKS) == NULL)
         return lc__python_snapshot(snap, mask, flags);
-    lc__native_read(snap, mask);
+    lc__native_read(snap, mask, flags);
     return LC_OK;
 }
 

@@ -2,9 +2,14 @@
  * test_native.c — the native probes (native_bytes, fds, threads) through
  * the Check macros, in a pure C program: for each probe a test that leaks
  * and must fail, and a clean twin that does the same work, releases it and
- * must pass; LEAK_REPEAT failing on per-run growth with one delta per run,
- * and passing a cache that fills once.  The harness runs the suite with
+ * must pass; a forgotten malloc of 6 bytes caught by the defaults; what a
+ * clean scope would grow once (threads' stacks, stdio buffers) settled;
+ * LEAK_REPEAT failing on per-run growth with one delta per run, and
+ * passing a cache that fills once.  The harness runs the suite with
  * CK_FORK and again with CK_NOFORK.
+ *
+ * The same program runs in the sanitizer build, where native_bytes reads
+ * AddressSanitizer's allocator.
  */
 #include <check.h>
 #include <leakcheck.h>
@@ -12,14 +17,15 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
 
-/* Above native_bytes' scope tolerance (4096) by far. */
 #define BIG_LEAK (64 * 1024)
+#define SMALL_LEAK 6
 
 /*
  * Leaked things are kept reachable from non-static globals: a pointer kept
@@ -56,6 +62,36 @@ START_TEST(clean_native_bytes_scope)
     lc_test_kept_block = filled_block(BIG_LEAK);
     free(lc_test_kept_block);
     lc_test_kept_block = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* A forgotten malloc of a few bytes fails with the default tolerance. */
+START_TEST(leak_native_bytes_scope_small)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_block = filled_block(SMALL_LEAK);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_native_bytes_scope_small)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_block = filled_block(SMALL_LEAK);
+    free(lc_test_kept_block);
+    lc_test_kept_block = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* stdin's buffer is allocated on its first read (this is the only test
+ * reading it); the engine allocates it before its first reading. */
+START_TEST(clean_native_bytes_stdio_first_use)
+{
+    LEAK_SCOPE_BEGIN(s);
+    (void)getc(stdin);
+    clearerr(stdin);
     LEAK_SCOPE_END(s);
 }
 END_TEST
@@ -125,7 +161,33 @@ START_TEST(clean_threads_scope)
 }
 END_TEST
 
-/* 24 bytes a run: far below the scope tolerance, caught by a series. */
+/* Three threads at once, each allocating: glibc keeps their stacks for
+ * reuse, which the engine settled before the first snapshot. */
+static void *
+allocating_worker(void *arg)
+{
+    void *volatile p = malloc(100);
+
+    free(p);
+    return arg;
+}
+
+START_TEST(clean_threads_scope_three)
+{
+    pthread_t t[3];
+    int i;
+
+    LEAK_SCOPE_BEGIN(s);
+    for (i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, allocating_worker,
+                                        NULL), 0);
+    for (i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* 24 bytes a run. */
 START_TEST(leak_native_bytes_repeat)
 {
     LEAK_REPEAT(r, 2, 5) {
@@ -161,6 +223,24 @@ START_TEST(clean_native_bytes_repeat_cache)
 }
 END_TEST
 
+START_TEST(leak_native_bytes_repeat_small)
+{
+    LEAK_REPEAT(r, 1, 4) {
+        lc_test_kept_block = filled_block(SMALL_LEAK);
+    }
+}
+END_TEST
+
+START_TEST(clean_native_bytes_repeat_small)
+{
+    LEAK_REPEAT(r, 1, 4) {
+        lc_test_kept_block = filled_block(SMALL_LEAK);
+        free(lc_test_kept_block);
+        lc_test_kept_block = NULL;
+    }
+}
+END_TEST
+
 START_TEST(leak_fds_repeat)
 {
     LEAK_REPEAT(r, 1, 4) {
@@ -176,13 +256,19 @@ native_suite(void)
 
     harness_add(s, leak_native_bytes_scope);
     harness_add(s, clean_native_bytes_scope);
+    harness_add(s, leak_native_bytes_scope_small);
+    harness_add(s, clean_native_bytes_scope_small);
+    harness_add(s, clean_native_bytes_stdio_first_use);
     harness_add(s, leak_fds_scope);
     harness_add(s, clean_fds_scope);
     harness_add(s, leak_threads_scope);
     harness_add(s, clean_threads_scope);
+    harness_add(s, clean_threads_scope_three);
     harness_add(s, leak_native_bytes_repeat);
     harness_add(s, clean_native_bytes_repeat);
     harness_add(s, clean_native_bytes_repeat_cache);
+    harness_add(s, leak_native_bytes_repeat_small);
+    harness_add(s, clean_native_bytes_repeat_small);
     harness_add(s, leak_fds_repeat);
     return s;
 }

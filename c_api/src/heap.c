@@ -1,0 +1,469 @@
+/*
+ * heap.c — the native_bytes probe: the C heap in use, read from whichever
+ * allocator serves malloc in this process, and the process state settled
+ * before the first reading so that a clean scope reads exactly +0.
+ *
+ * Where the number comes from, in the order tried:
+ *
+ *   1. memcheck, when the process runs under valgrind's memcheck: the
+ *      bytes of every live block (leaked, possibly lost, reachable and
+ *      suppressed) found by a leak search, which memcheck's client
+ *      requests run; bytes as requested.  Exact, but a search walks the
+ *      memory and memcheck prints its leak summary for each (not with -q).
+ *      The valgrind probe reads the same search (lc__memcheck_search).
+ *      memcheck's mallinfo replacement costs nothing and prints nothing,
+ *      but it is not exact: a freed block waiting in memcheck's free queue
+ *      counts the bytes its size was rounded up by (a clean malloc(100) and
+ *      free read +12).
+ *   2. a sanitizer's allocator (AddressSanitizer, LeakSanitizer, ...):
+ *      __sanitizer_get_current_allocated_bytes(), looked up at run time so
+ *      that a plain build does not depend on it; bytes as requested.
+ *   3. glibc's malloc: mallinfo2(), in-use chunks (requests rounded up to
+ *      16 bytes, plus 8 bytes of header).
+ *   4. mallinfo(): another valgrind tool's replacement, or a glibc older
+ *      than 2.33.  Its fields are int: above 2 GiB in use it wraps.
+ *
+ * A source is kept only if a malloc moves its reading (a self-test, done
+ * once): under another allocator (jemalloc or tcmalloc through
+ * LD_PRELOAD, ...) glibc's counters stand still whatever leaks, and the
+ * probe is then unavailable, with the reason, rather than reading a flat
+ * zero.
+ *
+ * Every reader avoids malloc, and the only allocations here happen once,
+ * before the first reading.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <stdio_ext.h>
+#define LC_HAVE_STDIO_EXT 1
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+#define LC_HAVE_MALLINFO2 1
+#endif
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define LC_HAVE_MEMCHECK_H 1
+#endif
+#endif
+
+/* ---- glibc: the per-thread cache ----------------------------------------- */
+
+/*
+ * glibc's per-thread cache (tcache) keeps up to 7 freed chunks per size
+ * class, and mallinfo counts them as in use: a clean malloc/free pair can
+ * look like growth.  Filling every class of the calling thread's cache
+ * before each reading puts the cache in the same state every time, so
+ * it cancels out of any delta.  Cost: 64 x 7 malloc/free pairs.
+ *
+ * malloc may hand out a chunk one class larger than asked (when splitting
+ * a free chunk would leave less than a minimum chunk), and freeing it
+ * fills that class, not this one: such strays are set aside until the
+ * class holds 7 chunks of its own size.  Classes go in ascending order,
+ * so the class a stray lands in is filled after it.
+ */
+#define LC__TCACHE_BINS 64
+#define LC__TCACHE_COUNT 7
+#define LC__TCACHE_STRAYS 32
+
+static void
+fill_tcache(void)
+{
+    void *held[LC__TCACHE_COUNT], *stray[LC__TCACHE_STRAYS];
+    size_t bin;
+    int n, strays;
+
+    for (bin = 0; bin < LC__TCACHE_BINS; bin++) {
+        size_t request = 24 + 16 * bin;   /* lands in tcache bin `bin` */
+        n = strays = 0;
+        while (n < LC__TCACHE_COUNT && strays < LC__TCACHE_STRAYS) {
+            void *p = malloc(request);
+            if (p == NULL)
+                break;
+            if (malloc_usable_size(p) == request)
+                held[n++] = p;
+            else
+                stray[strays++] = p;
+        }
+        while (n > 0)
+            free(held[--n]);
+        while (strays > 0)
+            free(stray[--strays]);
+    }
+}
+
+/* ---- the readers ---------------------------------------------------------- */
+
+/* ---- memcheck ------------------------------------------------------------- */
+
+static int on_memcheck = -1;    /* -1: not asked yet                       */
+
+/* memcheck, not another valgrind tool: only memcheck answers GET_VBITS. */
+int
+lc__memcheck(void)
+{
+    if (on_memcheck < 0) {
+        on_memcheck = 0;
+#if defined(LC_HAVE_MEMCHECK_H)
+        if (RUNNING_ON_VALGRIND) {
+            char byte = 0, bits;
+            on_memcheck = VALGRIND_GET_VBITS(&byte, &bits, 1) == 1;
+        }
+#endif
+    }
+    return on_memcheck;
+}
+
+const char *
+lc__memcheck_unavailable(void)
+{
+#if defined(LC_HAVE_MEMCHECK_H)
+    if (lc__memcheck())
+        return NULL;
+    return RUNNING_ON_VALGRIND ? "valgrind's tool is not memcheck"
+                               : "not running under valgrind";
+#else
+    return "built without valgrind's headers";
+#endif
+}
+
+int
+lc__memcheck_search(int report, lc__leak_counts *c)
+{
+#if defined(LC_HAVE_MEMCHECK_H)
+    unsigned long leaked = 0, dubious = 0, reachable = 0, suppressed = 0;
+
+    if (!lc__memcheck())
+        return LC_EUNAVAIL;
+    if (report)
+        VALGRIND_DO_ADDED_LEAK_CHECK;
+    else
+        VALGRIND_DO_QUICK_LEAK_CHECK;
+    VALGRIND_COUNT_LEAKS(leaked, dubious, reachable, suppressed);
+    c->leaked = (int64_t)leaked;
+    c->dubious = (int64_t)dubious;
+    c->reachable = (int64_t)reachable;
+    c->suppressed = (int64_t)suppressed;
+    return LC_OK;
+#else
+    (void)report;
+    (void)c;
+    return LC_EUNAVAIL;
+#endif
+}
+
+static int64_t
+read_memcheck(const lc__leak_counts *given)
+{
+    lc__leak_counts c;
+
+    if (given == NULL) {
+        if (lc__memcheck_search(0, &c) != LC_OK)
+            return -1;
+        given = &c;
+    }
+    return given->leaked + given->dubious + given->reachable +
+           given->suppressed;
+}
+
+/* ---- the allocators' own counters ---------------------------------------- */
+
+typedef size_t (*lc__sanitizer_fn)(void);
+static lc__sanitizer_fn sanitizer_bytes;
+
+static int64_t
+read_sanitizer(const lc__leak_counts *unused)
+{
+    (void)unused;
+    return (int64_t)sanitizer_bytes();
+}
+
+#if defined(LC_HAVE_MALLINFO2)
+static int64_t
+read_mallinfo2(const lc__leak_counts *unused)
+{
+    struct mallinfo2 mi;
+
+    (void)unused;
+    fill_tcache();
+    mi = mallinfo2();
+    return (int64_t)mi.uordblks + (int64_t)mi.hblkhd;
+}
+#endif
+
+/* Looked up rather than called: glibc declares it deprecated, and only a
+ * replacement of it (valgrind's) is ever read. */
+typedef struct mallinfo (*lc__mallinfo_fn)(void);
+static lc__mallinfo_fn old_mallinfo;
+
+static int64_t
+read_mallinfo(const lc__leak_counts *unused)
+{
+    struct mallinfo mi = old_mallinfo();
+
+    (void)unused;
+    return (int64_t)(unsigned)mi.uordblks + (int64_t)(unsigned)mi.hblkhd;
+}
+
+/* ---- choosing a source, once ---------------------------------------------- */
+
+static struct {
+    int known;                  /* 1 once chosen (or found missing)        */
+    int64_t (*read)(const lc__leak_counts *); /* NULL: unavailable         */
+    const char *doc;            /* what it reads, for lc_probe_get_info    */
+    const char *reason;         /* why it is unavailable                   */
+} heap;
+
+/*
+ * dlsym that leaves no error state behind: a failed lookup keeps its
+ * message in malloc'd memory until dlerror() is called twice (once to
+ * deliver it, once to release it).
+ */
+static void *
+lookup(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+
+    if (p == NULL) {
+        (void)dlerror();
+        (void)dlerror();
+    }
+    return p;
+}
+
+/*
+ * Whether `read` follows malloc: a 64 KiB block (above glibc's per-thread
+ * cache, below its mmap threshold) must move the reading by at least its
+ * size.  The pointer goes through a volatile so that the compiler cannot
+ * drop the malloc/free pair.
+ */
+static int
+follows_malloc(int64_t (*read)(const lc__leak_counts *))
+{
+    const size_t size = 64 * 1024;
+    void *volatile p;
+    int64_t before, after;
+
+    before = read(NULL);
+    p = malloc(size);
+    if (p == NULL)
+        return 0;
+    after = read(NULL);
+    free(p);
+    return after - before >= (int64_t)size;
+}
+
+/* The name of the allocator that replaced malloc, when one is known. */
+static const char *
+foreign_allocator(void)
+{
+    if (lookup("mallctl") != NULL)
+        return "malloc is jemalloc's, whose numbers are not read";
+    if (lookup("tc_malloc") != NULL)
+        return "malloc is tcmalloc's, whose numbers are not read";
+    if (lookup("mi_malloc") != NULL)
+        return "malloc is mimalloc's, whose numbers are not read";
+    return "malloc is neither glibc's nor a sanitizer's or valgrind's, "
+           "and its numbers are not read";
+}
+
+static void
+choose_source(void)
+{
+    int on_valgrind = 0;
+
+#if defined(LC_HAVE_MEMCHECK_H)
+    on_valgrind = RUNNING_ON_VALGRIND != 0;
+#endif
+    heap.known = 1;
+    /* Trusted without a self-test, whose two searches would print two
+     * leak summaries into the user's log. */
+    if (lc__memcheck()) {
+        heap.read = read_memcheck;
+        heap.doc = "C heap in use (memcheck's leak search: every live "
+                   "block, leaked, possibly lost, reachable or suppressed)";
+        return;
+    }
+    sanitizer_bytes = (lc__sanitizer_fn)lookup(
+        "__sanitizer_get_current_allocated_bytes");
+    if (sanitizer_bytes != NULL && follows_malloc(read_sanitizer)) {
+        heap.read = read_sanitizer;
+        heap.doc = "C heap in use (the sanitizer's allocator: "
+                   "__sanitizer_get_current_allocated_bytes)";
+        return;
+    }
+#if defined(LC_HAVE_MALLINFO2)
+    if (follows_malloc(read_mallinfo2)) {
+        heap.read = read_mallinfo2;
+        heap.doc = "C heap in use (glibc mallinfo2)";
+        return;
+    }
+#endif
+    old_mallinfo = (lc__mallinfo_fn)lookup("mallinfo");
+    if (old_mallinfo != NULL && follows_malloc(read_mallinfo)) {
+        heap.read = read_mallinfo;
+        heap.doc = on_valgrind ? "C heap in use (the valgrind tool's "
+                                 "malloc, through its mallinfo)"
+                               : "C heap in use (mallinfo)";
+        return;
+    }
+    heap.doc = "C heap in use";
+    if (on_valgrind)
+        heap.reason = "valgrind's tool replaced malloc and its mallinfo "
+                      "does not follow it";
+    else if (sanitizer_bytes != NULL)
+        heap.reason = "the sanitizer's allocated-bytes counter does not "
+                      "follow malloc";
+    else
+        heap.reason = foreign_allocator();
+}
+
+const char *
+lc__heap_unavailable(void)
+{
+    if (!heap.known)
+        choose_source();
+    return heap.read ? NULL : heap.reason;
+}
+
+const char *
+lc__heap_doc(void)
+{
+    if (!heap.known)
+        choose_source();
+    return heap.doc;
+}
+
+/* ---- settling, once ------------------------------------------------------- */
+
+/*
+ * What a clean scope would otherwise grow once, made to happen before the
+ * first reading:
+ *
+ * - glibc keeps the stacks of ended threads for reuse (up to 40 MiB of
+ *   them), each with its TLS vector (a ~300-byte malloc), and the arenas
+ *   of ended threads (each with a ~2 KiB header counted as in use): the
+ *   first threads a test runs at once leave those behind.  Running as
+ *   many threads at once as the stack cache keeps, each calling malloc,
+ *   fills both.  A test that runs more threads at once, or threads with
+ *   smaller stacks, can still grow them.
+ * - stdio allocates a stream's buffer on its first use: a test printing
+ *   for the first time would grow 4 KiB and more.  setvbuf() with no
+ *   buffer makes glibc allocate it now, the same size it would pick; a
+ *   terminal keeps its line buffering.  Streams already used or set up by
+ *   the program are left alone.
+ */
+#define LC__STACK_CACHE (40u * 1024 * 1024)
+#define LC__WARM_THREADS_MAX 8
+
+/* The warming threads: each takes an arena with its first malloc and
+ * holds it until all of them have one, so that each gets its own. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int ready;          /* threads holding their arena                     */
+    int release;        /* 1: they may end                                 */
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void *
+warming(void *unused)
+{
+    void *volatile p = malloc(1);
+
+    pthread_mutex_lock(&warm.lock);
+    warm.ready++;
+    pthread_cond_broadcast(&warm.cond);
+    while (!warm.release)
+        pthread_cond_wait(&warm.cond, &warm.lock);
+    pthread_mutex_unlock(&warm.lock);
+    free(p);
+    return unused;
+}
+
+static void
+warm_threads(void)
+{
+    const struct timespec pause = {0, 1000 * 1000};
+    pthread_t t[LC__WARM_THREADS_MAX];
+    pthread_attr_t attr;
+    size_t stack = 8u * 1024 * 1024;
+    int64_t threads = lc__threads_now();
+    int n = 0, want, i;
+
+    if (pthread_getattr_default_np(&attr) == 0) {
+        (void)pthread_attr_getstacksize(&attr, &stack);
+        pthread_attr_destroy(&attr);
+    }
+    want = stack ? (int)(LC__STACK_CACHE / stack) + 1 : 1;
+    if (want > LC__WARM_THREADS_MAX)
+        want = LC__WARM_THREADS_MAX;
+    while (n < want && pthread_create(&t[n], NULL, warming, NULL) == 0)
+        n++;
+    pthread_mutex_lock(&warm.lock);
+    while (warm.ready < n)
+        pthread_cond_wait(&warm.cond, &warm.lock);
+    warm.release = 1;
+    pthread_cond_broadcast(&warm.cond);
+    pthread_mutex_unlock(&warm.lock);
+    for (i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    /* A joined thread can stay listed for a moment: the thread count read
+     * next must not include it. */
+    for (i = 0; i < 200 && threads >= 0 && lc__threads_now() > threads; i++)
+        nanosleep(&pause, NULL);
+}
+
+static void
+allocate_buffer(FILE *f)
+{
+#if defined(LC_HAVE_STDIO_EXT)
+    if (__fbufsize(f) == 0) {
+        int tty = isatty(fileno(f));
+        setvbuf(f, NULL, _IOFBF, 0);
+        if (tty)
+            setvbuf(f, NULL, _IOLBF, 0);
+    }
+#else
+    (void)f;
+#endif
+}
+
+void
+lc__heap_settle(void)
+{
+    static int settled;
+
+    if (settled)
+        return;
+    settled = 1;
+    warm_threads();
+    allocate_buffer(stdout);
+    allocate_buffer(stdin);
+}
+
+int
+lc__heap_memcheck(void)
+{
+    return lc__heap_unavailable() == NULL && heap.read == read_memcheck;
+}
+
+int64_t
+lc__heap_read(const lc__leak_counts *counts)
+{
+    if (lc__heap_unavailable() != NULL)
+        return -1;
+    lc__heap_settle();
+    return heap.read(counts);
+}
