@@ -124,11 +124,27 @@ def _check_tests(data, path, what):
     return tests
 
 
+def _read_document(path, what):
+    """The JSON document at `path`, or the report its journal holds."""
+    from . import journal
+    path = os.fspath(path)
+    if path.endswith(journal.SUFFIX):
+        return journal.read(path)
+    if os.path.lexists(journal.journal_path(path)):
+        return journal.read(journal.journal_path(path))
+    return _load_json(path, what)
+
+
 def load_report(path):
     """The report at `path` as a dict; UnusableInput when it is not one.
     Every test entry has a string "id", a verdict of VERDICTS and a list of
-    probe names as "leaking"."""
-    data = _load_json(path, "report")
+    probe names as "leaking".
+
+    A crash journal beside it (``PATH.journal``: its run did not end, see
+    leakcheck.journal) is read instead, and so is a journal named as
+    `path`: the report is built from it, with the test that was running
+    when the process died as ``crashed``."""
+    data = _read_document(path, "report")
     schema = _schema_of(data)
     if schema != REPORT_SCHEMA:
         raise UnusableInput(
@@ -148,7 +164,7 @@ def load_baseline(path):
     report (its leaks become the baseline); UnusableInput otherwise.  The
     one reader of baselines: the pytest plugin's --leaks-baseline uses it
     too."""
-    data = _load_json(path, "baseline")
+    data = _read_document(path, "baseline")
     schema = _schema_of(data)
     if schema == REPORT_SCHEMA:
         _check_tests(data, path, "baseline")

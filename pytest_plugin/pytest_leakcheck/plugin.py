@@ -139,15 +139,12 @@ class State:
         self.records = {}                 # test id -> record, for the summary
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
+        self.recovered = None             # what to say of an earlier run
 
     def add(self, rec):
         self.records[rec["id"]] = rec
         if self.report is not None:
             self.report.add(rec)
-            try:
-                self.report.checkpoint(rec)
-            except OSError as e:
-                self.report.write_error = f"{e.strerror or e}"
 
     def mark_partial(self, reason):
         if self.report is not None:
@@ -221,7 +218,7 @@ def pytest_configure(config):
             probes=_probes_dict(),
             environment=reportmod.environment(config, _version()))
         try:
-            state.report.checkpoint()   # a valid report from the start
+            state.recovered = state.report.open()
         except OSError as e:
             raise pytest.UsageError(str(BadValue(
                 session_settings.wheres["report"],
@@ -279,7 +276,8 @@ def pytest_report_header(config):
                              or state.settings.report_path):
         return None
     s = state.settings
-    lines = [MSG_HEADER.format(
+    lines = [state.recovered] if state.recovered else []
+    lines += [MSG_HEADER.format(
         scope="every test (--leaks)" if s.hunt_all
         else "tests marked noleak",
         warmup=s.defaults.warmup, repeat=s.defaults.repeat,
@@ -601,10 +599,18 @@ class _SessionHooks:
     def __init__(self, state):
         self.state = state
 
+    def pytest_runtest_logstart(self, nodeid, location):
+        if self.state.report is not None:
+            self.state.report.start(nodeid, location)
+
     def pytest_runtest_logreport(self, report):
         rec = getattr(report, "leakcheck", None)
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
             self.state.add(rec)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.state.report is not None:
+            self.state.report.finish(nodeid)
 
     def pytest_keyboard_interrupt(self, excinfo):
         self.state.mark_partial("interrupted (KeyboardInterrupt)")
@@ -613,13 +619,12 @@ class _SessionHooks:
     def pytest_handlecrashitem(self, crashitem, report, sched):
         """pytest-xdist: a worker died while running `crashitem`."""
         self.state.mark_partial("a pytest-xdist worker crashed")
-        self.state.add({
-            "id": crashitem, "verdict": "crashed", "outcome": "crashed",
-            "known": False, "reason": MSG_CRASHED,
-            "file": crashitem.split("::")[0], "line": None, "warmup": None,
-            "repeat": None, "runs": 0, "probes": [], "leaking": [],
-            "deltas": {}, "thresholds": {}, "diagnosis": None,
-            "worker": None, "unread": {}})
+        start = (self.state.report.running.get(crashitem, {})
+                 if self.state.report is not None else {})
+        gateway = getattr(getattr(report, "node", None), "gateway", None)
+        self.state.add(reportmod.journal.crashed_record(
+            crashitem, MSG_CRASHED, start.get("file"), start.get("line"),
+            getattr(gateway, "id", None)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):

@@ -1,4 +1,5 @@
-"""The JSON report (schema "leakcheck-report/1") and the baseline reader.
+"""The JSON report (schema "leakcheck-report/1"), written through its crash
+journal, and the baseline reader.
 
 A report is one JSON object:
 
@@ -6,76 +7,56 @@ A report is one JSON object:
      "partial": false,            # true when the run did not finish
      "partial_reasons": [...],    # why, when partial
      "created": "2026-01-01T00:00:00Z",
-     "environment": {python, implementation, platform, pytest, leakcheck,
-                     workers},
+     "environment": {python, implementation, debug_build, platform, pytest,
+                     leakcheck, workers, rootdir},
      "settings": {hunt: "all"|"marked", warmup, repeat, probes, baseline},
      "probes": {name: {unit, available, reason, threshold}},
      "summary": {"tests": n, "leak": n, "clean": n, "error": n,
-                 "skipped": n, "known": n},
-     "tests": [{"id", "verdict": "leak"|"clean"|"error"|"skipped",
-                "outcome", "known", "reason", "warmup", "repeat", "runs",
-                "probes", "leaking", "deltas": {probe: [int per run]},
-                "thresholds": {probe: int}, "diagnosis", "worker",
+                 "skipped": n, "crashed": n, "known": n},
+     "tests": [{"id", "verdict": "leak"|"clean"|"error"|"skipped"|"crashed",
+                "outcome", "known", "reason", "file", "line", "warmup",
+                "repeat", "runs", "probes", "leaking",
+                "deltas": {probe: [int per run]}, "thresholds": {probe: int},
+                "diagnosis", "worker",
                 "unread": {probe: why it was asked for but not compared}},
                ...]}
 
-`python -m leakcheck gate` reads it (leakcheck/gate.py, which keeps its own
-copy of the schema names: the gate runs with the standard library alone).
-Files are written by leakcheck.write_report, the gate's own writer: whole
-and atomically (a temporary file renamed over the target), so a reader
-never sees half a report.
+"file" and "line" say where the test is defined (the path relative to
+"rootdir").  `python -m leakcheck gate` reads it.
 
-While the session runs, the report is also written as checkpoints, marked
-partial (CHECKPOINT_REASON): at the start, after each of the first
-CHECKPOINT_FIRST tests, after every leak or error, and then when the
-records grew by a twentieth and a second has passed (or every
-CHECKPOINT_SECONDS): a few writes in a fast run, about 20 * ln(n) at most
-in a long one.  A process that dies where nothing can write (a segfault
-in a C extension, SIGKILL, the out-of-memory killer) leaves the last
-checkpoint: a valid report of what finished, saying it is partial.  The
-final write replaces it.
+While the session runs, every test's start, record and end go to the
+journal REPORT.journal at once (leakcheck.journal): a process that dies
+where nothing can write loses nothing, and whoever reads the report next
+(the gate, the html command, the next run) builds it from the journal,
+with the test that was running as "crashed".  At the end the report is
+written whole and atomically (leakcheck.write_report), then the journal is
+removed.
 """
 
-import datetime
-import json
+import os
 import platform
 import sys
-import time
 
 import leakcheck
+from leakcheck import gate, journal
 
-SCHEMA = "leakcheck-report/1"
-BASELINE_SCHEMA = "leakcheck-baseline/1"
-VERDICTS = ("leak", "clean", "error", "skipped", "crashed")
-CHECKPOINT_REASON = ("the run had not finished when this report was written "
-                     "(a checkpoint: the process may have died)")
-CHECKPOINT_FIRST = 20
-CHECKPOINT_SHARE = 20       # new records per checkpoint: 1/20 of the total
-CHECKPOINT_GAP = 1.0        # seconds between two of those at least
-CHECKPOINT_SECONDS = 30.0
+SCHEMA = gate.REPORT_SCHEMA
+BASELINE_SCHEMA = gate.BASELINE_SCHEMA
+VERDICTS = gate.VERDICTS
+MSG_RECOVERED = ("leakcheck: the earlier run into {path} did not finish "
+                 "({crashed}); its report was rebuilt from its journal")
 
 
 def load_baseline(path):
     """Known leaks {test id: frozenset of probes} from a baseline file that
-    `python -m leakcheck gate --write-baseline` wrote, or from a report.
-    ValueError with the reason when the file is unusable."""
+    `python -m leakcheck gate --write-baseline` wrote, or from a report,
+    read and checked by the gate.  ValueError with the reason when the
+    file is unusable."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(e.strerror or str(e))
-    except ValueError as e:
-        raise ValueError(f"not valid JSON: {e}")
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema == SCHEMA and isinstance(data.get("tests"), list):
-        return {t["id"]: frozenset(t.get("leaking") or ())
-                for t in data["tests"]
-                if isinstance(t, dict) and t.get("verdict") == "leak"}
-    if schema == BASELINE_SCHEMA and isinstance(data.get("leaks"), dict):
-        return {k: frozenset(v) for k, v in data["leaks"].items()
-                if isinstance(v, list)}
-    raise ValueError(f"schema {schema!r}, expected {BASELINE_SCHEMA!r} "
-                     f"(or a {SCHEMA!r} report)")
+        known = gate.load_baseline(path)
+    except gate.UnusableInput as e:
+        raise ValueError(str(e)) from None
+    return {k: frozenset(v) for k, v in known.items()}
 
 
 def is_known(baseline, test_id, leaking):
@@ -86,74 +67,89 @@ def is_known(baseline, test_id, leaking):
 
 class Report:
     """The records of one session, kept by the process that writes the
-    report (the only process, or the xdist controller)."""
+    report (the only process, or the xdist controller), each event
+    journaled as it happens."""
 
     def __init__(self, path, settings, probes, environment):
         self.path = path
-        self.settings = settings
-        self.probes = probes
-        self.environment = environment
+        self.meta = {"settings": settings, "probes": probes,
+                     "environment": environment}
         self.records = {}           # test id -> record, last one wins
+        self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
         self.written = False        # the final write happened
         self.write_error = None     # why the last write failed
-        self._checkpointed = None   # records at the last checkpoint
-        self._checkpoint_time = 0.0
+        self.journal = None
+
+    def open(self):
+        """Starts the journal.  A journal left by an earlier run that died
+        becomes that run's report first; returns what to say about it, or
+        None.  Raises OSError when the report's place cannot be written."""
+        said = None
+        jpath = journal.journal_path(self.path)
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(21, "Is a directory")
+        if os.path.lexists(jpath):
+            try:
+                doc = journal.read(jpath)
+            except gate.UnusableInput as e:
+                said = f"leakcheck: ignored {e}"
+            else:
+                if not any("still going" in r for r in doc["partial_reasons"]):
+                    leakcheck.write_report(self.path, doc)
+                    crashed = [t["id"] for t in doc["tests"]
+                               if t["verdict"] == "crashed"]
+                    said = MSG_RECOVERED.format(
+                        path=self.path,
+                        crashed=("crashed: " + ", ".join(crashed)) if crashed
+                        else "; ".join(doc["partial_reasons"]))
+        self.journal = journal.Journal(jpath, self.meta)
+        return said
+
+    def _event(self, event):
+        if self.journal is None or self.written:
+            return
+        try:
+            self.journal.write(event)
+        except OSError as e:
+            self.write_error = f"{e.strerror or e}"
+
+    def start(self, test_id, location=None):
+        path, lineno = (location or (None, None))[:2]
+        event = {"start": test_id,
+                 "file": path.replace(os.sep, "/") if path else None,
+                 "line": None if lineno is None else lineno + 1}
+        self.running[test_id] = event
+        self._event(event)
 
     def add(self, record):
         self.records[record["id"]] = record
+        self._event({"record": record})
+
+    def finish(self, test_id):
+        if self.running.pop(test_id, None) is not None:
+            self._event({"finish": test_id})
 
     def mark_partial(self, reason):
         if reason not in self.partial_reasons:
             self.partial_reasons.append(reason)
+            self._event({"partial": reason})
 
-    def summary(self):
-        counts = {"tests": len(self.records)}
-        counts.update({v: 0 for v in VERDICTS})
-        counts["known"] = 0
-        for r in self.records.values():
-            counts[r["verdict"]] += 1
-            counts["known"] += bool(r.get("known"))
-        return counts
-
-    def document(self, extra_reasons=()):
-        reasons = self.partial_reasons + list(extra_reasons)
-        return {
-            "schema": SCHEMA,
-            "partial": bool(reasons),
-            "partial_reasons": reasons,
-            "created": datetime.datetime.now(datetime.timezone.utc)
-                               .strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "environment": self.environment,
-            "settings": self.settings,
-            "probes": self.probes,
-            "summary": self.summary(),
-            "tests": [self.records[k] for k in sorted(self.records)],
-        }
+    def document(self):
+        reasons = self.partial_reasons
+        return journal.document(
+            self.meta, self.records, self.running, reasons,
+            unfinished=(journal.MSG_UNFINISHED.format(reason=reasons[-1])
+                        if reasons else journal.MSG_CRASHED))
 
     def write(self):
+        """The final write: the report whole, then no journal.  Raises
+        OSError (the journal stays: nothing is lost)."""
+        self._event({"done": True})
         leakcheck.write_report(self.path, self.document())
         self.written = True
-
-    def checkpoint(self, record=None):
-        """Writes the report so far, marked partial, when it is due (see the
-        module's text): `record` is the one just added.  Never after the
-        final write.  Raises OSError."""
-        n, now = len(self.records), time.monotonic()
-        if self.written or n == self._checkpointed:
-            return
-        since = now - self._checkpoint_time
-        due = (self._checkpointed is None or n <= CHECKPOINT_FIRST
-               or (record is not None
-                   and record.get("verdict") in ("leak", "error"))
-               or since >= CHECKPOINT_SECONDS
-               or ((n - self._checkpointed) * CHECKPOINT_SHARE >= n
-                   and since >= CHECKPOINT_GAP))
-        if not due:
-            return
-        leakcheck.write_report(self.path,
-                               self.document([CHECKPOINT_REASON]))
-        self._checkpointed, self._checkpoint_time = n, now
+        if self.journal is not None:
+            self.journal.close(remove=True)
 
 
 def environment(config, leakcheck_version):

@@ -1,9 +1,9 @@
-"""The JSON report (schema, merged under pytest-xdist, partial when the run
-is interrupted or a worker dies) and the gate's three exit codes."""
+"""The JSON report (schema, merged under pytest-xdist, a crashed worker's
+test) and the gate's three exit codes.  Kills, signals and the crash
+journal: test_journal.py."""
 
 import io
 import json
-import signal
 import sys
 
 import pytest
@@ -185,138 +185,6 @@ def test_xdist_controller_writes_one_merged_report(pytester, read_report,
     assert sorted(p.name for p in pytester.path.glob("*.json")) == ["r.json"]
 
 
-INTERRUPTED = '''
-import os
-import signal
-
-_KEPT = []
-
-def test_1_done():
-    _KEPT.append([])
-
-def test_2_interrupts():
-    # Python leaves SIGINT alone when it starts with SIGINT ignored (as a
-    # background job of a script does): make Ctrl-C raise here regardless.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.kill(os.getpid(), signal.SIGINT)        # as Ctrl-C does
-
-def test_3_never_runs():
-    pass
-'''
-
-
-def test_interrupted_run_leaves_a_partial_report(pytester, read_report):
-    pytester.makepyfile(test_int=INTERRUPTED)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    report, recs = read_report()
-    assert report["partial"] is True
-    assert "interrupted (KeyboardInterrupt)" in report["partial_reasons"]
-    assert list(recs) == ["test_int.py::test_1_done"]
-    assert recs["test_int.py::test_1_done"]["verdict"] == "leak"
-    result.stdout.fnmatch_lines(["*" + plugin.MSG_REPORT_WRITTEN.format(
-        path=pytester.path / "r.json", partial=" (partial: *")])
-    # A partial report fails the gate, saying why, unless accepted.
-    status, out, _ = _gate(str(pytester.path / "r.json"), "--baseline",
-                           str(pytester.path / "r.json"))
-    assert status == 1
-    assert "  report r.json is partial, its run did not finish " \
-           "(interrupted (KeyboardInterrupt))" in out.replace(
-               str(pytester.path / "r.json"), "r.json").splitlines()
-    status, _, _ = _gate(str(pytester.path / "r.json"), "--baseline",
-                         str(pytester.path / "r.json"), "--allow-partial")
-    assert status == 0
-
-
-TERMINATED = '''
-import os
-import signal
-
-_KEPT = []
-
-def test_1_done():
-    _KEPT.append([])
-
-def test_2_terminated():
-    os.kill(os.getpid(), signal.SIGTERM)       # as a CI job's timeout does
-
-def test_3_never_runs():
-    pass
-'''
-
-
-def test_terminated_run_leaves_a_partial_report(pytester, read_report):
-    pytester.makepyfile(test_term=TERMINATED)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
-    assert result.ret == -signal.SIGTERM        # it still dies of the signal
-    report, recs = read_report()
-    assert report["partial"] is True
-    assert "terminated (SIGTERM)" in report["partial_reasons"]
-    assert list(recs) == ["test_term.py::test_1_done"]
-    assert recs["test_term.py::test_1_done"]["verdict"] == "leak"
-
-
-SEGFAULT = '''
-import ctypes
-
-_KEPT = []
-
-def test_1_done():
-    _KEPT.append([])
-
-def test_2_clean():
-    pass
-
-def test_3_segfaults():
-    ctypes.string_at(0)                        # a C extension's crash
-
-def test_4_never_runs():
-    pass
-'''
-
-
-def test_segfault_leaves_the_last_checkpoint(pytester, read_report):
-    """Nothing can write as a segfault kills the process: what is left is
-    the last checkpoint, a valid report of the tests that finished."""
-    pytester.makepyfile(test_segv=SEGFAULT)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
-                                           "-p", "no:faulthandler")
-    assert result.ret == -signal.SIGSEGV
-    report, recs = read_report()
-    assert report["partial"] is True
-    assert report["partial_reasons"] == [reportmod.CHECKPOINT_REASON]
-    assert list(recs) == ["test_segv.py::test_1_done",
-                          "test_segv.py::test_2_clean"]
-    assert report["summary"]["leak"] == 1 and report["summary"]["clean"] == 1
-    status, out, _ = _gate(str(pytester.path / "r.json"))
-    assert status == 1 and "test_segv.py::test_1_done" in out
-    assert "partial" in out
-
-
-def test_checkpoints_stay_few_in_a_long_run(monkeypatch):
-    """After each of the first twenty records and after every leak; then
-    when the records grew by a twentieth and a second has passed."""
-    rep = reportmod.Report("unused.json", settings={}, probes={},
-                           environment={})
-    writes = []
-    clock = [0.0]
-    monkeypatch.setattr(reportmod.leakcheck, "write_report",
-                        lambda path, doc: writes.append(len(doc["tests"])))
-    monkeypatch.setattr(reportmod.time, "monotonic", lambda: clock[0])
-    rep.checkpoint()
-    for i in range(2000):
-        clock[0] += 0.01                    # 100 tests a second
-        rec = {"id": f"t{i:05d}", "verdict": "leak" if i == 500 else "clean"}
-        rep.add(rec)
-        rep.checkpoint(rec)
-    assert writes[:21] == list(range(21))
-    assert 501 in writes                    # the leak, at once
-    assert all(b - a >= 100 or b == 501 or a == 501
-               for a, b in zip(writes[21:], writes[22:]))   # a second apart
-    assert len(writes) < 21 + 20 * 4        # 20 * ln(2000 / 20) = 92
-    assert writes[-1] >= 2000 * 19 // 20
-
-
 CRASH = '''
 import os
 
@@ -342,6 +210,7 @@ def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
     crashed = recs["test_crash.py::test_crashes"]
     assert crashed["verdict"] == "crashed" and crashed["outcome"] == "crashed"
     assert crashed["reason"] == plugin.MSG_CRASHED
+    assert (crashed["file"], crashed["line"]) == ("test_crash.py", 6)
     assert recs["test_crash.py::test_before"]["verdict"] == "clean"
     # Nothing leaked, but the gate fails: a test crashed.
     status, out, _ = _gate(str(pytester.path / "r.json"))
