@@ -89,6 +89,8 @@ class Report:
         jpath = journal.journal_path(self.path)
         if os.path.isdir(self.path):
             raise IsADirectoryError(21, "Is a directory")
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)),
+                    exist_ok=True)
         if os.path.lexists(jpath):
             try:
                 doc = journal.read(jpath)
