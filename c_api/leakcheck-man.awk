@@ -12,9 +12,8 @@
 #     "  - " starts a list item;
 #   - every other line is a declaration, shown verbatim in bold; a
 #     function-like macro continued with backslashes shows its first line
-#     only (its use is documented in prose), and the include
-#     guard, extern "C" and macros whose names end in "_" (internal) are
-#     left out.
+#     only (its use is documented in prose), and the include guard,
+#     extern "C" and macros whose names end in "_" (internal) are left out.
 # POSIX awk only (Debian's default is mawk).
 
 function esc(s) {
@@ -27,7 +26,7 @@ function esc(s) {
 }
 
 # Prose: `code` in bold, *word* in italics.
-function prose(s,    out, i) {
+function prose(s,    out) {
     s = esc(s)
     out = ""
     while (match(s, /`[^`]+`/)) {
