@@ -71,7 +71,7 @@ typedef enum lc_probe {
     LC_PROBE_PY_ALLOCS,    /* live allocations through the PyMem domains    */
     LC_PROBE_OBJECTS,      /* objects tracked by the cyclic GC              */
     LC_PROBE_GARBAGE,      /* len(gc.garbage) after a full collection       */
-    LC_PROBE_NATIVE_BYTES, /* C heap in use (glibc mallinfo2)               */
+    LC_PROBE_NATIVE_BYTES, /* C heap in use, from malloc's own numbers      */
     LC_PROBE_FDS,          /* open file descriptors                         */
     LC_PROBE_THREADS,      /* live threads of this process                  */
     LC_PROBE_VALGRIND,     /* bytes memcheck finds leaked                   */
@@ -235,6 +235,12 @@ void lc_fail(const char *file, int line, const char *report);
  *
  *   LEAK_REPEAT(s, warmup, repeat) { ...body... }     series verdict
  *
+ * With settings, the same macros followed by a list of LC_TOLERANCE,
+ * LC_THRESHOLD and LC_PROBES (see Settings below):
+ *
+ *   LEAK_SCOPE_BEGIN_WITH(s, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, 64));
+ *   LEAK_REPEAT_WITH(s, warmup, repeat, LC_THRESHOLD(LC_PROBE_FDS, 2)) {...}
+ *
  * When <check.h> is included before this header, a leak fails the current
  * Check test (ck_abort_msg) at the line of LEAK_SCOPE_END / LEAK_REPEAT
  * with the report as its message; the scope is released first, so this is
@@ -245,9 +251,65 @@ void lc_fail(const char *file, int line, const char *report);
 
 #define LC_REPORT_MAX 4096 /* bytes of report a macro keeps                 */
 
+/* ---- Settings ---------------------------------------------------------------
+ *
+ * The defaults catch any growth: a scope tolerates none (lc_probe_info's
+ * `tolerance`, 0 for every probe), and a run of a series leaks from one
+ * unit on (`threshold`, 1).  Where code under test keeps something on
+ * purpose, say so in a list of settings:
+ *
+ *   LC_TOLERANCE(probe, n)  growth up to n is not a leak (n >= 0).  In a
+ *                           series a run then leaks from n + 1 on, as
+ *                           leakcheck.repeat(tolerance=) decides in Python.
+ *   LC_THRESHOLD(probe, n)  a series' threshold (n >= 1): a run leaks when
+ *                           its delta is at least n.  Series only.
+ *   LC_PROBES(mask)         read only these probes (an LC_PROBE_BIT mask).
+ *
+ * `probe` is an lc_probe (LC_PROBE_NATIVE_BYTES, ...).  For example:
+ *
+ *   LEAK_SCOPE_BEGIN_WITH(s, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, 4096));
+ *   LEAK_REPEAT_WITH(r, 2, 5, LC_PROBES(LC_PROBE_BIT(LC_PROBE_FDS)),
+ *                    LC_THRESHOLD(LC_PROBE_FDS, 2)) { ... }
+ *
+ * A setting out of range (a negative tolerance, a threshold of 0, no such
+ * probe, LC_THRESHOLD in a scope) fails the test at LEAK_SCOPE_END or
+ * LEAK_REPEAT_WITH with a message naming it, and nothing is measured.  The
+ * same lists work without the macros: lc_scope_apply(), lc_series_apply().
+ */
+
+typedef struct lc_setting {
+    int what;                 /* LC_SET_*; LC_SET_END ends a list      */
+    int probe;                /* the lc_probe set, for LC_SET_TOLERANCE
+                                 and LC_SET_THRESHOLD                  */
+    int64_t value;            /* the tolerance, threshold or mask      */
+} lc_setting;
+
+#define LC_SET_END       0
+#define LC_SET_TOLERANCE 1
+#define LC_SET_THRESHOLD 2
+#define LC_SET_PROBES    3
+
+#define LC_TOLERANCE(probe, n) {LC_SET_TOLERANCE, (probe), (n)}
+#define LC_THRESHOLD(probe, n) {LC_SET_THRESHOLD, (probe), (n)}
+#define LC_PROBES(mask) {LC_SET_PROBES, -1, (int64_t)(mask)}
+
+/*
+ * Apply `settings`, a list ended by an entry of what == LC_SET_END (NULL:
+ * none), to a scope before it begins or a series before its first step.
+ * 0, or a negative status; then no further setting is applied and, when
+ * size > 0, `msg` says in one line which setting was refused and why.
+ */
+int lc_scope_apply(lc_scope *scope, const lc_setting *settings, char *msg,
+                   size_t size);
+int lc_series_apply(lc_series *series, const lc_setting *settings,
+                    char *msg, size_t size);
+
 /* Helpers of the macros.  They release the scope or series before they
- * return, and return 1 when the test must fail with `msg`. */
+ * return, and return 1 when the test must fail with `msg`.  The _with
+ * forms take a list of settings (NULL: none). */
 lc_scope *lc_scope_open(const char *name, const char *file, int line);
+lc_scope *lc_scope_open_with(const char *name, const lc_setting *settings,
+                             const char *file, int line);
 int lc_scope_close(lc_scope *scope, const char *file, int line, char *msg,
                    size_t size);
 
@@ -259,6 +321,9 @@ typedef struct lc_repeat {
 } lc_repeat;
 int lc_repeat_step(lc_repeat *r, const char *name, int warmup, int repeat,
                    const char *file, int line);
+int lc_repeat_step_with(lc_repeat *r, const char *name, int warmup,
+                        int repeat, const lc_setting *settings,
+                        const char *file, int line);
 
 #if defined(CHECK_H) && !defined(LEAKCHECK_NO_CHECK)
 #define LC_FAIL_(file, line, msg) ck_abort_msg("%s", (msg))
@@ -282,6 +347,20 @@ int lc_repeat_step(lc_repeat *r, const char *name, int warmup, int repeat,
 #define LEAK_REPEAT(s, warmup, repeat)                                      \
     for (lc_repeat s = {0, 0, 0, {0}};                                         \
          lc_repeat_step(&s, #s, (warmup), (repeat), __FILE__, __LINE__)     \
+         || (s.failed && (LC_FAIL_(__FILE__, __LINE__, s.msg), 0));)
+
+/* The settings' list, ended for the helpers. */
+#define LC_SETTINGS_(...)                                                   \
+    ((const lc_setting[]){__VA_ARGS__, {LC_SET_END, 0, 0}})
+
+#define LEAK_SCOPE_BEGIN_WITH(s, ...)                                       \
+    lc_scope *s = lc_scope_open_with(#s, LC_SETTINGS_(__VA_ARGS__),         \
+                                     __FILE__, __LINE__)
+
+#define LEAK_REPEAT_WITH(s, warmup, repeat, ...)                            \
+    for (lc_repeat s = {0, 0, 0, {0}};                                      \
+         lc_repeat_step_with(&s, #s, (warmup), (repeat),                    \
+                             LC_SETTINGS_(__VA_ARGS__), __FILE__, __LINE__) \
          || (s.failed && (LC_FAIL_(__FILE__, __LINE__, s.msg), 0));)
 
 #ifdef __cplusplus

@@ -103,6 +103,10 @@ typedef struct lc__buf {
     size_t size;    /* bytes available at p                                */
     size_t len;     /* bytes the whole text needs, without the NUL         */
 } lc__buf;
+/* Says which setting was refused and why: "LC_THRESHOLD(fds, 0) refused:
+ * <why>". */
+void lc__setting_refused(lc__buf *b, const lc_setting *set,
+                         const char *why);
 void lc__buf_printf(lc__buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -53,6 +53,28 @@ lc__buf_printf(lc__buf *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
+void
+lc__setting_refused(lc__buf *b, const lc_setting *set, const char *why)
+{
+    static const char *const names[] = {"LC_SET_END", "LC_TOLERANCE",
+                                        "LC_THRESHOLD", "LC_PROBES"};
+
+    if (set->what == LC_SET_PROBES) {
+        lc__buf_printf(b, "LC_PROBES(0x%llx)", (unsigned long long)set->value);
+    } else if (set->what == LC_SET_TOLERANCE ||
+               set->what == LC_SET_THRESHOLD) {
+        lc__buf_printf(b, "%s(", names[set->what]);
+        if (set->probe >= 0 && set->probe < LC_PROBE_COUNT)
+            lc__buf_printf(b, "%s", lc__probes[set->probe].name);
+        else
+            lc__buf_printf(b, "probe %d", set->probe);
+        lc__buf_printf(b, ", %lld)", (long long)set->value);
+    } else {
+        lc__buf_printf(b, "setting %d", set->what);
+    }
+    lc__buf_printf(b, " refused: %s", why);
+}
+
 static void
 default_failure(const char *file, int line, const char *report, void *arg)
 {

@@ -18,6 +18,9 @@ struct lc_scope {
     int64_t tolerance[LC_PROBE_COUNT];
     int state;                          /* SCOPE_*                         */
     int status;                         /* first error of open/begin/end   */
+    const char *open_file;              /* LEAK_SCOPE_BEGIN_WITH's place,  */
+    int open_line;                      /*   when a setting was refused,   */
+    char refused[160];                  /*   and which and why; else ""    */
     lc_snapshot before, after;
     unsigned compared;                  /* read at both ends               */
     unsigned leaking;                   /* compared, and grew too much     */
@@ -211,18 +214,73 @@ lc_scope_report(const lc_scope *s, char *buf, size_t size)
     return b.len;
 }
 
+int
+lc_scope_apply(lc_scope *s, const lc_setting *set, char *msg, size_t size)
+{
+    lc__buf b = {msg, size, 0};
+    const char *why;
+    int rc;
+
+    if (size > 0)
+        msg[0] = '\0';
+    if (s == NULL)
+        return LC_EINVAL;
+    for (; set != NULL && set->what != LC_SET_END; set++) {
+        switch (set->what) {
+        case LC_SET_TOLERANCE:
+            rc = lc_scope_set_tolerance(s, set->probe, set->value);
+            why = rc == LC_ENOPROBE ? "no such probe"
+                                    : "a tolerance is at least 0";
+            break;
+        case LC_SET_PROBES:
+            rc = set->value < 0 || set->value > (int64_t)LC_PROBES_ALL
+                     ? LC_EINVAL
+                     : lc_scope_set_probes(s, (unsigned)set->value);
+            why = rc == LC_ESTATE ? "the scope has begun"
+                                  : "the mask holds no probe, or bits that "
+                                    "are no probe";
+            break;
+        case LC_SET_THRESHOLD:
+            rc = LC_EINVAL;
+            why = "a scope takes LC_TOLERANCE; LC_THRESHOLD is for a series";
+            break;
+        default:
+            rc = LC_EINVAL;
+            why = "no such setting";
+        }
+        if (rc != LC_OK) {
+            lc__setting_refused(&b, set, why);
+            return rc;
+        }
+    }
+    return LC_OK;
+}
+
 /* ---- the macros' helpers ---- */
 
 lc_scope *
-lc_scope_open(const char *name, const char *file, int line)
+lc_scope_open_with(const char *name, const lc_setting *settings,
+                   const char *file, int line)
 {
     lc_scope *s = lc_scope_new(name);
 
     if (s == NULL)
         return NULL;
     lc_scope_set_location(s, file, line);
+    s->status = lc_scope_apply(s, settings, s->refused, sizeof s->refused);
+    if (s->status != LC_OK) {
+        s->open_file = file;
+        s->open_line = line;
+        return s;
+    }
     s->status = lc_scope_begin(s);
     return s;
+}
+
+lc_scope *
+lc_scope_open(const char *name, const char *file, int line)
+{
+    return lc_scope_open_with(name, NULL, file, line);
 }
 
 int
@@ -241,7 +299,15 @@ lc_scope_close(lc_scope *s, const char *file, int line, char *msg,
     }
     lc_scope_set_location(s, file, line);
     rc = s->status != LC_OK ? s->status : lc_scope_end(s);
-    if (rc != LC_OK) {
+    if (s->refused[0] != '\0') {
+        lc__buf b = {msg, size, 0};
+        if (size > 0)
+            msg[0] = '\0';
+        lc__buf_printf(&b, "leakcheck: scope '%s' (LEAK_SCOPE_BEGIN_WITH at "
+                           "%s:%d): %s\n", s->name, s->open_file,
+                       s->open_line, s->refused);
+        failed = 1;
+    } else if (rc != LC_OK) {
         lc__buf b = {msg, size, 0};
         if (size > 0)
             msg[0] = '\0';

@@ -266,13 +266,72 @@ lc_series_report(const lc_series *s, char *buf, size_t size)
     return b.len;
 }
 
+int
+lc_series_apply(lc_series *s, const lc_setting *set, char *msg, size_t size)
+{
+    lc__buf b = {msg, size, 0};
+    const char *why;
+    int rc;
+
+    if (size > 0)
+        msg[0] = '\0';
+    if (s == NULL)
+        return LC_EINVAL;
+    for (; set != NULL && set->what != LC_SET_END; set++) {
+        switch (set->what) {
+        case LC_SET_TOLERANCE:
+            /* Growth up to the tolerance is clean: a run leaks from one
+             * unit above it. */
+            rc = set->value < 0 || set->value == INT64_MAX
+                     ? (set->probe < 0 || set->probe >= LC_PROBE_COUNT
+                            ? LC_ENOPROBE : LC_EINVAL)
+                     : lc_series_set_threshold(s, set->probe,
+                                               set->value + 1);
+            why = rc == LC_ENOPROBE ? "no such probe"
+                  : rc == LC_ESTATE ? "the series has started"
+                                    : "a tolerance is at least 0";
+            break;
+        case LC_SET_THRESHOLD:
+            rc = lc_series_set_threshold(s, set->probe, set->value);
+            why = rc == LC_ENOPROBE ? "no such probe"
+                  : rc == LC_ESTATE ? "the series has started"
+                                    : "a threshold is at least 1";
+            break;
+        case LC_SET_PROBES:
+            rc = set->value < 0 || set->value > (int64_t)LC_PROBES_ALL
+                     ? LC_EINVAL
+                     : lc_series_set_probes(s, (unsigned)set->value);
+            why = rc == LC_ESTATE ? "the series has started"
+                                  : "the mask holds no probe, or bits that "
+                                    "are no probe";
+            break;
+        default:
+            rc = LC_EINVAL;
+            why = "no such setting";
+        }
+        if (rc != LC_OK) {
+            lc__setting_refused(&b, set, why);
+            return rc;
+        }
+    }
+    return LC_OK;
+}
+
 /* ---- LEAK_REPEAT's helper ---- */
 
 int
 lc_repeat_step(lc_repeat *r, const char *name, int warmup, int repeat,
                const char *file, int line)
 {
+    return lc_repeat_step_with(r, name, warmup, repeat, NULL, file, line);
+}
+
+int
+lc_repeat_step_with(lc_repeat *r, const char *name, int warmup, int repeat,
+                    const lc_setting *settings, const char *file, int line)
+{
     lc__buf b = {r->msg, sizeof r->msg, 0};
+    char refused[160];
     int rc;
 
     if (r->done)
@@ -290,6 +349,15 @@ lc_repeat_step(lc_repeat *r, const char *name, int warmup, int repeat,
             return 0;
         }
         lc_series_set_location(r->series, file, line);
+        if (lc_series_apply(r->series, settings, refused,
+                            sizeof refused) != LC_OK) {
+            lc__buf_printf(&b, "leakcheck: LEAK_REPEAT_WITH '%s' at %s:%d: "
+                               "%s\n", name, file, line, refused);
+            lc_series_free(r->series);
+            r->series = NULL;
+            r->done = r->failed = 1;
+            return 0;
+        }
     }
     rc = lc_series_next(r->series);
     if (rc > 0)

@@ -277,6 +277,31 @@ judge_leak(const char *mode, const char *name, TestResult *tr)
           runs > 0 ? ", one delta per measured run" : "");
 }
 
+/* A refused setting: a leakcheck message saying so, at the macro's line. */
+static void
+judge_refused(const char *mode, const char *name, TestResult *tr)
+{
+    const char *msg = tr_msg(tr) ? tr_msg(tr) : "";
+    const char *file = tr_lfile(tr) ? tr_lfile(tr) : "?";
+    char src[1024];
+
+    if (tr_rtype(tr) != CK_FAILURE || !starts_with(msg, "leakcheck:") ||
+        strstr(msg, " refused: ") == NULL) {
+        judge(0, mode, name, "expected a leakcheck failure for a refused "
+              "setting, got %s", tr_rtype(tr) == CK_PASS ? "a pass" : "this");
+        show(msg);
+        return;
+    }
+    if (!source_line(file, tr_lno(tr), src, sizeof src) ||
+        (strstr(src, "LEAK_SCOPE_END") == NULL &&
+         strstr(src, "LEAK_REPEAT") == NULL)) {
+        judge(0, mode, name, "failed at %s:%d, which holds no "
+              "LEAK_SCOPE_END or LEAK_REPEAT", file, tr_lno(tr));
+        return;
+    }
+    judge(1, mode, name, "%.*s", (int)strcspn(msg, "\n"), msg);
+}
+
 static void
 judge_result(const char *mode, TestResult *tr)
 {
@@ -291,8 +316,11 @@ judge_result(const char *mode, TestResult *tr)
             show(tr_msg(tr));
     } else if (starts_with(name, "leak_")) {
         judge_leak(mode, name, tr);
+    } else if (starts_with(name, "refused_")) {
+        judge_refused(mode, name, tr);
     } else {
-        judge(0, mode, name, "name starts with neither clean_ nor leak_");
+        judge(0, mode, name, "name starts with none of clean_, leak_, "
+              "refused_");
     }
 }
 

@@ -4,7 +4,8 @@
  * A binary builds an *inner* Check suite whose tests say by their name what
  * must happen to them: `clean_*` must pass; `leak_<probe>[_<probe>...]_*`
  * must fail through leakcheck, with a report in which each named probe grew,
- * at a source line holding LEAK_SCOPE_END or LEAK_REPEAT.  The harness runs
+ * at a source line holding LEAK_SCOPE_END or LEAK_REPEAT; `refused_*` must
+ * fail through leakcheck at such a line because a setting was refused.  The harness runs
  * that suite silently in each fork mode asked for, judges every result,
  * prints one line per judgement and a last line "N passed, N failed", and
  * gives the exit status automake's test driver reads.

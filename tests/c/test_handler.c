@@ -162,6 +162,84 @@ test_custom_handler(void)
     lc_set_failure_handler(NULL, NULL);
 }
 
+/* ---- settings ----------------------------------------------------------- */
+
+static void
+test_settings(void)
+{
+    const lc_setting bad_scope[] = {LC_TOLERANCE(LC_PROBE_FDS, 1),
+                                    LC_THRESHOLD(LC_PROBE_FDS, 2),
+                                    {LC_SET_END, 0, 0}};
+    const lc_setting good_series[] = {LC_TOLERANCE(LC_PROBE_FDS, 2),
+                                      LC_THRESHOLD(LC_PROBE_THREADS, 3),
+                                      LC_PROBES(LC_PROBE_BIT(LC_PROBE_FDS) |
+                                                LC_PROBE_BIT(LC_PROBE_THREADS)),
+                                      {LC_SET_END, 0, 0}};
+    const lc_setting bad_mask[] = {LC_PROBES(1u << LC_PROBE_COUNT),
+                                   {LC_SET_END, 0, 0}};
+    char msg[256], expected[256];
+    lc_scope *s = lc_scope_new("s");
+    lc_series *r = lc_series_new("r", 0, 2);
+    int line, body_runs = 0;
+
+    expect(lc_scope_apply(s, bad_scope, msg, sizeof msg) == LC_EINVAL &&
+           lc_scope_tolerance(s, LC_PROBE_FDS) == 1 &&
+           strcmp(msg, "LC_THRESHOLD(fds, 2) refused: a scope takes "
+                       "LC_TOLERANCE; LC_THRESHOLD is for a series") == 0,
+           "lc_scope_apply applies settings up to the refused one, which it "
+           "names: %s", msg);
+    expect(lc_series_apply(r, good_series, msg, sizeof msg) == LC_OK &&
+           msg[0] == '\0' && lc_series_threshold(r, LC_PROBE_FDS) == 3 &&
+           lc_series_threshold(r, LC_PROBE_THREADS) == 3,
+           "lc_series_apply: LC_TOLERANCE 2 is threshold 3, LC_THRESHOLD 3 "
+           "is 3");
+    expect(lc_series_apply(r, bad_mask, msg, sizeof msg) == LC_EINVAL &&
+           contains(msg, "LC_PROBES(0x400) refused: the mask holds no "
+                         "probe, or bits that are no probe"),
+           "a mask beyond the probes is refused: %s", msg);
+    expect(lc_scope_apply(s, NULL, msg, sizeof msg) == LC_OK,
+           "a NULL list is no setting");
+    lc_scope_free(s);
+    lc_series_free(r);
+
+    lc_set_failure_handler(record, NULL);
+    memset(&seen, 0, sizeof seen);
+    line = __LINE__ + 1;
+    LEAK_REPEAT_WITH(bad, 1, 3, LC_THRESHOLD(LC_PROBE_FDS, 0)) { body_runs++; }
+    snprintf(expected, sizeof expected, "leakcheck: LEAK_REPEAT_WITH 'bad' "
+             "at %s:%d: LC_THRESHOLD(fds, 0) refused: a threshold is at "
+             "least 1\n", __FILE__, line);
+    expect(seen.calls == 1 && seen.line == line && body_runs == 0 &&
+           strcmp(seen.report, expected) == 0,
+           "a refused LEAK_REPEAT_WITH fails at its line without running "
+           "its body: %s", flat(seen.report));
+
+    memset(&seen, 0, sizeof seen);
+    {
+        LEAK_SCOPE_BEGIN_WITH(sc, LC_TOLERANCE(LC_PROBE_COUNT + 3, 1));
+        line = __LINE__ - 1;
+        LEAK_SCOPE_END(sc);
+    }
+    snprintf(expected, sizeof expected, "leakcheck: scope 'sc' "
+             "(LEAK_SCOPE_BEGIN_WITH at %s:%d): LC_TOLERANCE(probe %d, 1) "
+             "refused: no such probe\n", __FILE__, line, LC_PROBE_COUNT + 3);
+    expect(seen.calls == 1 && seen.line == line + 2 &&
+           strcmp(seen.report, expected) == 0,
+           "a refused LEAK_SCOPE_BEGIN_WITH fails at LEAK_SCOPE_END, naming "
+           "the setting and its line: %s", flat(seen.report));
+
+    memset(&seen, 0, sizeof seen);
+    {
+        LEAK_SCOPE_BEGIN_WITH(sc, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES,
+                                               2 * BIG_LEAK));
+        leak_big();
+        LEAK_SCOPE_END(sc);
+    }
+    expect(seen.calls == 0, "LEAK_SCOPE_BEGIN_WITH's tolerance holds a "
+           "64 KiB leak under 128 KiB");
+    lc_set_failure_handler(NULL, NULL);
+}
+
 /* ---- the default handler, in a child ------------------------------------ */
 
 /*
@@ -602,6 +680,7 @@ main(void)
     test_tolerances();
     test_thresholds();
     test_custom_handler();
+    test_settings();
     test_default_handler();
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed == 0 ? 0 : 1;

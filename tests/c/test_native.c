@@ -5,8 +5,9 @@
  * must pass; a forgotten malloc of 6 bytes caught by the defaults; what a
  * clean scope would grow once (threads' stacks, stdio buffers) settled;
  * LEAK_REPEAT failing on per-run growth with one delta per run, and
- * passing a cache that fills once.  The harness runs the suite with
- * CK_FORK and again with CK_NOFORK.
+ * passing a cache that fills once; settings given to LEAK_SCOPE_BEGIN_WITH
+ * and LEAK_REPEAT_WITH obeyed, and out-of-range ones refused.  The harness
+ * runs the suite with CK_FORK and again with CK_NOFORK.
  *
  * The same program runs in the sanitizer build, where native_bytes reads
  * AddressSanitizer's allocator.
@@ -249,6 +250,92 @@ START_TEST(leak_fds_repeat)
 }
 END_TEST
 
+/* ---- settings ---- */
+
+START_TEST(clean_native_bytes_scope_tolerated)
+{
+    LEAK_SCOPE_BEGIN_WITH(s, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, 4096));
+    lc_test_kept_block = filled_block(SMALL_LEAK);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(leak_native_bytes_scope_over_tolerance)
+{
+    LEAK_SCOPE_BEGIN_WITH(s, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, 64));
+    lc_test_kept_block = filled_block(1024);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* Only fds are read: the kept block is not seen. */
+START_TEST(clean_fds_scope_probes)
+{
+    LEAK_SCOPE_BEGIN_WITH(s, LC_PROBES(LC_PROBE_BIT(LC_PROBE_FDS)));
+    lc_test_kept_block = filled_block(SMALL_LEAK);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_native_bytes_repeat_threshold)
+{
+    LEAK_REPEAT_WITH(r, 1, 4, LC_THRESHOLD(LC_PROBE_NATIVE_BYTES, 4096)) {
+        lc_test_kept_block = filled_block(SMALL_LEAK);
+    }
+}
+END_TEST
+
+/* A tolerance of 16 bytes a run: 1 KiB a run is over it. */
+START_TEST(leak_native_bytes_repeat_tolerance)
+{
+    LEAK_REPEAT_WITH(r, 1, 4, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, 16)) {
+        lc_test_kept_block = filled_block(1024);
+    }
+}
+END_TEST
+
+/* Several settings: only native_bytes read, with a threshold of 2 KiB,
+ * which 6 bytes a run do not reach; the fd each run leaks is not read. */
+START_TEST(clean_native_bytes_repeat_settings)
+{
+    LEAK_REPEAT_WITH(r, 1, 3, LC_PROBES(LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES)),
+                     LC_THRESHOLD(LC_PROBE_NATIVE_BYTES, 2048)) {
+        lc_test_kept_block = filled_block(SMALL_LEAK);
+        ck_assert_int_ge(open("/dev/null", O_RDONLY | O_CLOEXEC), 0);
+    }
+}
+END_TEST
+
+START_TEST(refused_scope_threshold)
+{
+    LEAK_SCOPE_BEGIN_WITH(s, LC_THRESHOLD(LC_PROBE_FDS, 2));
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(refused_scope_negative_tolerance)
+{
+    LEAK_SCOPE_BEGIN_WITH(s, LC_TOLERANCE(LC_PROBE_NATIVE_BYTES, -1));
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(refused_repeat_threshold_zero)
+{
+    LEAK_REPEAT_WITH(r, 1, 3, LC_THRESHOLD(LC_PROBE_FDS, 0)) {
+        ck_abort_msg("the body of a refused LEAK_REPEAT_WITH ran");
+    }
+}
+END_TEST
+
+START_TEST(refused_repeat_no_such_probe)
+{
+    LEAK_REPEAT_WITH(r, 1, 3, LC_TOLERANCE(LC_PROBE_COUNT, 1)) {
+        ck_abort_msg("the body of a refused LEAK_REPEAT_WITH ran");
+    }
+}
+END_TEST
+
 static Suite *
 native_suite(void)
 {
@@ -270,6 +357,16 @@ native_suite(void)
     harness_add(s, leak_native_bytes_repeat_small);
     harness_add(s, clean_native_bytes_repeat_small);
     harness_add(s, leak_fds_repeat);
+    harness_add(s, clean_native_bytes_scope_tolerated);
+    harness_add(s, leak_native_bytes_scope_over_tolerance);
+    harness_add(s, clean_fds_scope_probes);
+    harness_add(s, clean_native_bytes_repeat_threshold);
+    harness_add(s, leak_native_bytes_repeat_tolerance);
+    harness_add(s, clean_native_bytes_repeat_settings);
+    harness_add(s, refused_scope_threshold);
+    harness_add(s, refused_scope_negative_tolerance);
+    harness_add(s, refused_repeat_threshold_zero);
+    harness_add(s, refused_repeat_no_such_probe);
     return s;
 }
 
