@@ -47,7 +47,7 @@ echo "ok   $how renders leakcheck(3); it declares all $(wc -l <"$top_srcdir/c_ap
 # A page per name, each a link to leakcheck(3); man follows two of them.
 missing=
 for name in $(cat "$top_srcdir/c_api/leakcheck.sym") LEAK_SCOPE_BEGIN \
-        LEAK_SCOPE_END LEAK_REPEAT; do
+        LEAK_SCOPE_END LEAK_REPEAT LEAK_SCOPE_BEGIN_WITH LEAK_REPEAT_WITH; do
     [ "$(cat "${page%/leakcheck.3}/$name.3" 2>/dev/null)" = ".so man3/leakcheck.3" ] ||
         missing="$missing $name"
 done
