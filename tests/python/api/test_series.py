@@ -21,10 +21,12 @@ def test_a_leak_grows_in_every_run(case, leaky, garbage_cleanup):
                                probes=[case.probe])
     assert series.done and series.leaked is True
     assert series.leaking == [case.probe]
-    assert series.runs == 3 and calls == 1 + 3
+    # A verdict on the native heap alone is confirmed over 8 more runs.
+    runs = 3 + (8 if case.probe == "native_bytes" else 0)
+    assert series.runs == runs and calls == 1 + runs
     assert series.warmup == 1 and series.repeat == 3
     assert series.probes == [case.probe]
-    assert len(series.deltas[case.probe]) == 3
+    assert len(series.deltas[case.probe]) == runs
     assert min(series.deltas[case.probe]) >= series.thresholds[case.probe]
     report = series.report()
     assert report.startswith(f"leakcheck: series 'series' leaked (at {__file__}:")
@@ -143,3 +145,52 @@ def test_an_exception_from_the_code_propagates():
 
     with pytest.raises(ZeroDivisionError):
         leakcheck.repeat(boom)
+
+
+def _native_keeper(runs_that_keep):
+    """A body that keeps a malloc()ed block in each of its first
+    `runs_that_keep` runs, then frees what it takes: what glibc's heap
+    does when it creeps for a few runs, and a forgotten free() when
+    `runs_that_keep` is unbounded."""
+    import ctypes
+    import ctypes.util
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    kept = (ctypes.c_void_p * 64)()     # no Python object per run
+    count = [0]
+
+    def body():
+        block = libc.malloc(4096)
+        if count[0] < min(runs_that_keep, len(kept)):
+            kept[count[0]] = block
+            count[0] += 1
+        else:
+            libc.free(block)
+    body.release = lambda: [libc.free(kept[i]) for i in range(count[0])]
+    return body
+
+
+@pytest.mark.parametrize("keeps, leaked", [(6, False), (10**6, True)])
+def test_a_verdict_on_the_native_heap_alone_is_confirmed_by_more_runs(
+        keeps, leaked):
+    body = _native_keeper(keeps)
+    body()
+    try:
+        series = leakcheck.Series(warmup=0, repeat=4, probes=["native_bytes",
+                                                               "blocks"])
+        while series.next():
+            body()
+    finally:
+        body.release()
+    assert series.leaked is leaked, series.report()
+    deltas = series.deltas["native_bytes"]
+    # Four runs grew: the first series alone would have called it a leak.
+    assert all(d >= 4096 for d in deltas[:4]), deltas
+    assert len(deltas) == series.runs
+    if leaked:
+        assert series.runs == 4 + 8 and series.leaking == ["native_bytes"]
+        assert "confirmed over 8 more runs" in series.report()
+    else:
+        assert series.runs < 4 + 8 and deltas[-1] < 1
+    assert len(series.deltas["blocks"]) == 4      # no confirmation for it
