@@ -8,8 +8,11 @@ and judges them against a baseline of known leaks:
 
 - exit 0 when nothing leaks beyond the baseline;
 - exit 1 when something new leaks, listing each new leak on its own line;
-  also when a report is partial (its run did not finish) or holds a test
-  that crashed, saying so, unless ``--allow-partial`` accepts that;
+  also when a report is partial (its run did not finish), holds a test
+  that crashed, or one leakcheck could not judge (its error's reason
+  starts with "leakcheck:": a bad marker argument, a test that passed,
+  then failed when run again), saying so, unless ``--allow-partial``
+  accepts that;
 - exit 2 when an input is unusable (missing, not JSON, not the expected
   schema), with a one-line reason.
 
@@ -197,6 +200,8 @@ class Test:
         self.leaking = set()        # probes leaking in any report
         self.leaks_in = []          # [(report name, entry)] where it leaks
         self.crashed_in = []        # [(report name, entry)] where it crashed
+        self.unjudged_in = []       # [(report name, entry)] where leakcheck
+                                    # could not judge it (a bad marker, ...)
         self.file = None            # where it is defined, when a report says
         self.line = None
 
@@ -211,6 +216,10 @@ class Test:
             self.leaks_in.append((name, entry))
         elif entry["verdict"] == "crashed":
             self.crashed_in.append((name, entry))
+        elif entry["verdict"] == "error" and isinstance(
+                entry.get("reason"), str) and entry["reason"].startswith(
+                    "leakcheck:"):
+            self.unjudged_in.append((name, entry))
         if self.file is None and isinstance(entry.get("file"), str):
             line = entry.get("line")
             self.file = entry["file"]
@@ -352,6 +361,10 @@ class Verdict:
                 unfinished.append(f"report {name} is partial, its run did not "
                                   f"finish ({reasons or 'no reason given'})")
         for t in tests.values():
+            for name, entry in t.unjudged_in:
+                where = f" in {name}" if several else ""
+                unfinished.append(f"NOT JUDGED {t.id}{where}: "
+                                  f"{entry['reason']}")
             for name, entry in t.crashed_in:
                 reason = entry.get("reason")
                 reason = reason if isinstance(reason, str) else "it crashed"
@@ -452,7 +465,8 @@ def add_arguments(p):
                         "definition (default: text)")
     p.add_argument("--allow-partial", action="store_true",
                    help="do not fail on a partial report (its run did not "
-                        "finish) or a crashed test; judge the leaks alone")
+                        "finish), a crashed test, or a test leakcheck could "
+                        "not judge; judge the leaks alone")
 
 
 def main(argv=None, out=None, err=None):

@@ -375,6 +375,13 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    bad = item.stash.get(BAD_SETTINGS, None)
+    if bad is not None and report.when == "setup":
+        # It ran, and errors: the report says why, as for any test.
+        state = item.config.stash[STATE]
+        report.leakcheck = _record(item, state, state.settings.defaults,
+                                   "error", outcome_of([report]), reason=bad)
+        return
     reason = item.stash.get(OPTED_OUT, None)
     if reason is not None and (report.when == "call" or (
             report.when == "setup" and not report.passed)):

@@ -14,6 +14,8 @@ import leakcheck
 
 DEFAULT_WARMUP = 1
 DEFAULT_REPEAT = 4
+MAX_RUNS = 10000         # per setting: more is a typo, and the engine keeps
+                         # a delta per probe and measured run
 
 MARKER = "noleak"
 MARKER_ARGS = ("repeat", "warmup", "probes", "tolerance")
@@ -73,10 +75,14 @@ WHERE_CLI = "command line option {option}"
 WHERE_INI = "ini option {key} in {inifile}"
 WHERE_MARKER = "@pytest.mark.noleak on {nodeid}"
 PROBLEM_INT = "{name} must be an integer >= {minimum}, not {value!r}"
+PROBLEM_INT_MAX = "{name} must be an integer <= {maximum}, not {value!r}"
 PROBLEM_PROBE = "unknown probe {value!r}; valid probes: {valid}"
 PROBLEM_PROBES_TYPE = ("probes must be probe names (a list or a "
                        "comma-separated string), not {value!r}")
 PROBLEM_NO_PROBES = "probes must name at least one probe"
+PROBLEM_UNAVAILABLE = ("probe {value!r} cannot be read here ({reason}); "
+                       "leave it out, or use 'all' for every probe that can")
+PROBLEM_EMPTY_PATH = "an empty path (an unset variable?)"
 PROBLEM_TOLERANCE = ("tolerance must be an integer >= 0 or a "
                      "{{probe: integer >= 0}} dict, not {value!r}")
 PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
@@ -112,10 +118,10 @@ def _valid_probes():
     return ", ".join(leakcheck.PROBE_NAMES)
 
 
-def parse_int(value, name, minimum, where, text=True):
-    """`value` as an int >= minimum; BadValue naming `where` otherwise.
-    Strings (from the command line or an ini file) are parsed when `text`
-    is true; a marker's argument must be an int."""
+def parse_int(value, name, minimum, where, text=True, maximum=MAX_RUNS):
+    """`value` as an int from minimum to maximum; BadValue naming `where`
+    otherwise.  Strings (from the command line or an ini file) are parsed
+    when `text` is true; a marker's argument must be an int."""
     if isinstance(value, bool) or (isinstance(value, str) and not text):
         raise BadValue(where, PROBLEM_INT.format(name=name, minimum=minimum,
                                                  value=value))
@@ -131,6 +137,10 @@ def parse_int(value, name, minimum, where, text=True):
     if number is None or number < minimum:
         raise BadValue(where, PROBLEM_INT.format(name=name, minimum=minimum,
                                                  value=value))
+    if number > maximum:
+        raise BadValue(where, PROBLEM_INT_MAX.format(name=name,
+                                                     maximum=maximum,
+                                                     value=value))
     return number
 
 
@@ -228,6 +238,13 @@ def from_config(config):
                                            "leaks_probes")
     probes = (tuple(leakcheck.DEFAULT_PROBES) if value is None
               else parse_probes(value, where))
+    if value is not None and probes != tuple(leakcheck.PROBE_NAMES):
+        # Named here, not in a marker: a probe this process cannot read
+        # would error every test.
+        for p in leakcheck.probes():
+            if p.name in probes and not p.available:
+                raise BadValue(where, PROBLEM_UNAVAILABLE.format(
+                    value=p.name, reason=p.reason))
     report, wheres["report"], sources["report"] = _raw(
         config, "--leaks-report", "leaks_report")
     baseline, wheres["baseline"], sources["baseline"] = _raw(
@@ -236,14 +253,20 @@ def from_config(config):
         hunt_all=hunt_all,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
                           tolerance=None),
-        report_path=_path(config, report, sources["report"]),
-        baseline_path=_path(config, baseline, sources["baseline"]),
+        report_path=_path(config, report, sources["report"],
+                          wheres["report"]),
+        baseline_path=_path(config, baseline, sources["baseline"],
+                            wheres["baseline"]),
         sources=sources, wheres=wheres)
 
 
-def _path(config, value, source):
+def _path(config, value, source, where):
     """An absolute path: a command-line path is relative to the current
-    directory, an ini path to the ini file's directory."""
+    directory, an ini path to the ini file's directory.  An empty path on
+    the command line is a BadValue: a CI line with an unset variable must
+    not silently write nothing."""
+    if source == "command line" and not str(value).strip():
+        raise BadValue(where, PROBLEM_EMPTY_PATH)
     if not value:
         return None
     value = os.path.expanduser(str(value))
