@@ -151,6 +151,23 @@ def _alive(header):
         return True
 
 
+def recover(report_path, write):
+    """Turns the journal of a run into `report_path` when that run died,
+    with `write(path, document)`, and removes the journal.  Returns the
+    document, or None when there is no journal or its run still goes.
+    UnusableInput when the journal cannot be read."""
+    path = journal_path(report_path)
+    if not os.path.lexists(path):
+        return None
+    doc = read(path)
+    if any(r.startswith(MSG_RUNNING.split("{")[0])
+           for r in doc["partial_reasons"]):
+        return None
+    write(report_path, doc)
+    os.unlink(path)
+    return doc
+
+
 def read(path):
     """The report document a journal holds (see the module's text), with
     the process's fate in "partial_reasons"; UnusableInput otherwise.

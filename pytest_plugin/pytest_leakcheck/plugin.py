@@ -140,6 +140,7 @@ class State:
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
+        self.interrupted = False          # pytest_keyboard_interrupt said why
 
     def add(self, rec):
         self.records[rec["id"]] = rec
@@ -620,7 +621,12 @@ class _SessionHooks:
             self.state.report.finish(nodeid)
 
     def pytest_keyboard_interrupt(self, excinfo):
-        self.state.mark_partial("interrupted (KeyboardInterrupt)")
+        # pytest stops on collection errors through an Interrupted too.
+        self.state.mark_partial(
+            "interrupted (KeyboardInterrupt)"
+            if excinfo.type is KeyboardInterrupt
+            else f"interrupted: {excinfo.value}")
+        self.state.interrupted = True
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem, report, sched):
@@ -649,7 +655,8 @@ def pytest_sessionfinish(session, exitstatus):
     if state.report is None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        state.mark_partial("interrupted (KeyboardInterrupt)")
+        if not state.interrupted:
+            state.mark_partial("interrupted")
     elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:
         state.mark_partial("pytest stopped on an internal error")
     elif session.shouldstop or session.shouldfail:

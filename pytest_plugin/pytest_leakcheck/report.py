@@ -86,25 +86,23 @@ class Report:
         becomes that run's report first; returns what to say about it, or
         None.  Raises OSError when the report's place cannot be written."""
         said = None
-        jpath = journal.journal_path(self.path)
         if os.path.isdir(self.path):
             raise IsADirectoryError(21, "Is a directory")
         os.makedirs(os.path.dirname(os.path.abspath(self.path)),
                     exist_ok=True)
-        if os.path.lexists(jpath):
-            try:
-                doc = journal.read(jpath)
-            except gate.UnusableInput as e:
-                said = f"leakcheck: ignored {e}"
-            else:
-                if not any("still going" in r for r in doc["partial_reasons"]):
-                    leakcheck.write_report(self.path, doc)
-                    crashed = [t["id"] for t in doc["tests"]
-                               if t["verdict"] == "crashed"]
-                    said = MSG_RECOVERED.format(
-                        path=self.path,
-                        crashed=("crashed: " + ", ".join(crashed)) if crashed
-                        else "; ".join(doc["partial_reasons"]))
+        try:
+            doc = journal.recover(self.path, leakcheck.write_report)
+        except gate.UnusableInput as e:
+            said = f"leakcheck: ignored {e}"
+        else:
+            if doc is not None:
+                crashed = [t["id"] for t in doc["tests"]
+                           if t["verdict"] == "crashed"]
+                said = MSG_RECOVERED.format(
+                    path=self.path,
+                    crashed=("crashed: " + ", ".join(crashed)) if crashed
+                    else "; ".join(doc["partial_reasons"]))
+        jpath = journal.journal_path(self.path)
         self.journal = journal.Journal(jpath, self.meta)
         return said
 

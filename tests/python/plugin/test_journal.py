@@ -292,3 +292,18 @@ def test_xdist_controller_killed(pytester):
     verdicts = {t["id"]: t["verdict"] for t in report["tests"]}
     assert verdicts == {"test_ctl.py::test_before": "clean",
                         "test_ctl.py::test_kills_the_controller": "crashed"}
+
+
+def test_collection_errors_leave_a_partial_report_saying_so(pytester):
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n",
+                        test_broken="import no_such_module_here\n")
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = gate.load_report(str(pytester.path / "r.json"))
+    assert report["partial_reasons"] == [
+        "interrupted: 1 error during collection"]
+    result = gate_cli(pytester, "r.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["  report r.json is partial, its run did "
+                                 "not finish (interrupted: 1 error during "
+                                 "collection)"])
