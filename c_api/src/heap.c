@@ -30,7 +30,8 @@
  * zero.
  *
  * Every reader avoids malloc, and the only allocations here happen once,
- * before the first reading.
+ * before the first reading.  Not thread-safe: the first reading (and the
+ * first lc_probe_get_info) must not race another.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -203,8 +204,9 @@ read_mallinfo2(const lc__leak_counts *unused)
 }
 #endif
 
-/* Looked up rather than called: glibc declares it deprecated, and only a
- * replacement of it (valgrind's) is ever read. */
+/* Looked up rather than called, since glibc declares it deprecated: read
+ * only where mallinfo2 is missing (glibc older than 2.33) or stands still
+ * (another valgrind tool's replacement). */
 typedef struct mallinfo (*lc__mallinfo_fn)(void);
 static lc__mallinfo_fn old_mallinfo;
 
@@ -227,19 +229,19 @@ static struct {
 } heap;
 
 /*
- * dlsym that leaves no error state behind: a failed lookup keeps its
- * message in malloc'd memory until dlerror() is called twice (once to
- * deliver it, once to release it).
+ * dlsym that leaves the error state as it found it.  glibc keeps a failed
+ * lookup's message in malloc'd memory until dlerror() delivers it; the
+ * first failure in a thread also allocates that thread's error state for
+ * good (~900 bytes, measured with glibc 2.36), which happens here, before
+ * the first reading.
  */
 static void *
 lookup(const char *name)
 {
     void *p = dlsym(RTLD_DEFAULT, name);
 
-    if (p == NULL) {
+    if (p == NULL)
         (void)dlerror();
-        (void)dlerror();
-    }
     return p;
 }
 
