@@ -1,0 +1,143 @@
+"""What --leaks costs and finds on real projects' own test suites: each
+project's sdist from PyPI, its extension built in place, its tests run
+plain and with --leaks (default settings), in one run.
+
+    python bench/bench_suite.py [--rounds 1] [--work DIR] [PROJECT ...]
+
+PROJECT is one of the recipes below (default: all of them).  Needs the
+network (pip download) and a compiler; run it with the Python that has
+leakcheck installed (the venv scripts/setup makes).  For each project it
+prints the tests, pytest's session time plain and with --leaks (best of
+`rounds`, each in a fresh pytest process) and their ratio, the measured runs
+per test, and every test with a leak verdict and the probes that grew: check
+each of those without leakcheck (a bare loop of the test's body watching
+sys.getallocatedblocks() or the C heap) before calling it a leak.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+
+# name: (pip requirement, build command, PYTHONPATH, tests), paths relative
+# to the unpacked sdist.
+RECIPES = {
+    "markupsafe": ("markupsafe==3.0.2", ["setup.py", "build_ext", "-i"],
+                   "src", "tests"),
+    "msgpack": ("msgpack==1.1.0", ["setup.py", "build_ext", "-i"], ".",
+                "test"),
+    "simplejson": ("simplejson==3.19.3", ["setup.py", "build_ext", "-i"], ".",
+                   "simplejson/tests"),
+    "frozenlist": ("frozenlist==1.5.0",
+                   ["-m", "Cython.Build.Cythonize", "-i", "-3",
+                    "frozenlist/_frozenlist.pyx"], ".", "tests"),
+    "ujson": ("ujson==5.10.0", ["setup.py", "build_ext", "-i"], ".", "tests"),
+    "multidict": ("multidict==6.1.0", ["setup.py", "build_ext", "-i"], ".",
+                  "tests"),
+    "pyyaml": ("pyyaml==6.0.2", ["setup.py", "build_ext", "-i"], "lib",
+               "tests/legacy_tests"),
+}
+# What building them needs beyond setuptools.
+BUILD_REQUIRES = ["Cython", "setuptools_scm", "expandvars"]
+
+SESSION_TIME = re.compile(r" in ([0-9.]+)s")
+
+
+def sh(cmd, cwd=None, env=None):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"bench_suite: {' '.join(cmd)} failed "
+                 f"(exit {proc.returncode}):\n{proc.stdout[-3000:]}")
+    return proc.stdout
+
+
+def prepare(work, name):
+    """Downloads, unpacks and builds `name`; returns its folder."""
+    requirement, build, _, _ = RECIPES[name]
+    sdists = os.path.join(work, "sdist")
+    os.makedirs(sdists, exist_ok=True)
+    before = set(os.listdir(sdists))
+    sh([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+        "--no-binary", ":all:", "-d", sdists, requirement])
+    found = [f for f in os.listdir(sdists)
+             if f.lower().startswith(requirement.split("==")[0].lower())
+             and requirement.split("==")[1] in f]
+    archive = os.path.join(sdists, sorted(found or
+                                          set(os.listdir(sdists)) - before)[0])
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        folder = os.path.join(work, top)
+        if not os.path.isdir(folder):
+            tar.extractall(work)
+    sh([sys.executable, *build], cwd=folder)
+    return folder
+
+
+def run(folder, pythonpath, tests, args):
+    """(pytest's session seconds, output) of one run; a suite's own
+    failures are fine (they are the same plain and with --leaks)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(folder, pythonpath))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-o", "addopts=", *args, tests]
+    proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    found = SESSION_TIME.findall(proc.stdout)
+    if proc.returncode not in (0, 1) or not found:
+        sys.exit(f"bench_suite: {' '.join(cmd)} failed "
+                 f"(exit {proc.returncode}):\n{proc.stdout[-3000:]}")
+    return float(found[-1]), proc.stdout
+
+
+def bench(work, name, rounds):
+    _, _, pythonpath, tests = RECIPES[name]
+    folder = prepare(work, name)
+    report = os.path.join(work, f"{name}-leaks.json")
+    plain = min(run(folder, pythonpath, tests, [])[0] for _ in range(rounds))
+    leaks = min(run(folder, pythonpath, tests,
+                    ["--leaks", f"--leaks-report={report}"])[0]
+                for _ in range(rounds))
+    with open(report, encoding="utf-8") as f:
+        records = json.load(f)["tests"]
+    runs = [t.get("runs", 0) for t in records]
+    leaking = [t for t in records if t["verdict"] == "leak"]
+    errors = [t for t in records if t["verdict"] == "error"]
+    print(f"{name} ({RECIPES[name][0]}): {len(records)} tests; session "
+          f"plain {plain:.2f}s, --leaks {leaks:.2f}s, ratio "
+          f"{leaks / plain:.2f}x; measured runs per test: mean "
+          f"{statistics.mean(runs):.2f}, max {max(runs)}")
+    print(f"  {len(leaking)} leak verdicts, {len(errors)} errors (tests "
+          f"that failed or errored)")
+    for t in leaking:
+        grew = "; ".join(
+            f"{p} " + " ".join(f"{d:+d}" for d in t["deltas"][p])
+            for p in t["leaking"])
+        print(f"  LEAK {t['id']}: {grew}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("projects", nargs="*", metavar="PROJECT",
+                   help=f"one of {', '.join(RECIPES)} (default: all)")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--work", default=os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), "leakcheck-bench-suites"))
+    args = p.parse_args(argv)
+    unknown = [name for name in args.projects if name not in RECIPES]
+    if unknown:
+        p.error(f"unknown project {unknown[0]!r}; known: "
+                f"{', '.join(RECIPES)}")
+    os.makedirs(args.work, exist_ok=True)
+    sh([sys.executable, "-m", "pip", "install", "-q", *BUILD_REQUIRES])
+    print(f"python {sys.version.split()[0]}, command: "
+          f"{' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    for name in args.projects or list(RECIPES):
+        bench(args.work, name, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
