@@ -90,7 +90,8 @@ typedef enum lc_probe {
 typedef struct lc_probe_info {
     const char *name;    /* "native_bytes", as lc_probe_lookup() takes it    */
     const char *unit;    /* "bytes", "refs", "blocks", "objects", ...        */
-    const char *doc;     /* one line: what it reads                          */
+    const char *doc;     /* one line: what it reads (for native_bytes,
+                            whose allocator's numbers)                       */
     int available;       /* 1 when it can be read here and now               */
     const char *reason;  /* when not available, why; NULL otherwise          */
     int64_t tolerance;   /* default noise floor of a scope: growth up to
