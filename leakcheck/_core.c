@@ -213,6 +213,42 @@ core_is_immortal(PyObject *mod, PyObject *obj)
 #endif
 }
 
+/*
+ * retarget(address, count, stride, old, new) -> n: in `count` pointer slots
+ * `stride` bytes apart from `address`, replaces each reference to `old` by
+ * one to `new`, moving the references with them; returns how many.  For
+ * settling's refill of CPython's type cache (leakcheck/_settle.py), which
+ * finds the table and proves it is one before ever calling this: the
+ * caller vouches that the slots are owned references.
+ */
+static PyObject *
+core_retarget(PyObject *mod, PyObject *args)
+{
+    unsigned long long address;
+    Py_ssize_t count, stride, i, n = 0;
+    PyObject *old, *new_;
+
+    if (!PyArg_ParseTuple(args, "KnnOO:retarget", &address, &count, &stride,
+                          &old, &new_))
+        return NULL;
+    if (address == 0 || count < 0 || stride < (Py_ssize_t)sizeof(void *)) {
+        PyErr_SetString(PyExc_ValueError, "retarget: bad table");
+        return NULL;
+    }
+    for (i = 0; i < count; i++) {
+        PyObject **slot = (PyObject **)(uintptr_t)(address + (unsigned long long)(i * stride));
+        if (*slot == old) {
+            *slot = new_;
+            n++;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        Py_INCREF(new_);
+        Py_DECREF(old);      /* old is still held by the caller: never 0 */
+    }
+    return PyLong_FromSsize_t(n);
+}
+
 /* ---- Snapshot ----------------------------------------------------------- */
 
 typedef struct snapshot_object {
@@ -932,6 +968,9 @@ static PyMethodDef core_methods[] = {
     {"hook_restored", core_hook_restored, METH_NOARGS,
      "How many times the allocator hook behind py_bytes and py_allocs was "
      "found taken out and put back."},
+    {"retarget", core_retarget, METH_VARARGS,
+     "retarget(address, count, stride, old, new) -> n: moves the references "
+     "to old in a table of pointer slots to new (settling's use only)."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},
