@@ -9,6 +9,7 @@ snapshot, and results are stored only after the last one.
 import functools
 import os
 import sys
+import threading
 import time
 from types import TracebackType
 from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
@@ -57,8 +58,35 @@ def _unread_line(reasons):
         f"{name} ({why})" for name, why in reasons.items()) + "\n"
 
 
-def _compose(engine_report, reasons, diagnosis):
-    text = engine_report + _unread_line(reasons)
+def _other_threads():
+    """The idents of the Python threads alive now but the caller's."""
+    me = threading.get_ident()
+    return frozenset(t.ident for t in threading.enumerate()
+                     if t.ident != me)
+
+
+def _still_running(idents):
+    """Names (and targets) of the threads in `idents` still alive: they ran
+    from one snapshot to the other, and what they allocated meanwhile
+    counts in the process-wide probes too."""
+    found = []
+    for t in threading.enumerate():
+        if t.ident in idents:
+            target = getattr(getattr(t, "_target", None), "__qualname__",
+                             None)
+            found.append(f"{t.name} ({target})" if target else t.name)
+    return sorted(found)
+
+
+def _threads_line(threads):
+    if not threads:
+        return ""
+    return ("  other threads ran while it measured (what they allocate "
+            "counts too): " + ", ".join(threads) + "\n")
+
+
+def _compose(engine_report, reasons, diagnosis, threads=()):
+    text = engine_report + _unread_line(reasons) + _threads_line(threads)
     if diagnosis:
         text += str(diagnosis) + "\n"
     return text.rstrip("\n")
@@ -192,7 +220,8 @@ class scope:
 
     After the block: ``leaked`` (bool), ``leaking`` (names), ``deltas``
     ({name: growth}), ``probes`` (names compared), ``unread`` ({name:
-    why} for probes asked for but not compared), ``report`` (str).
+    why} for probes asked for but not compared), ``threads`` (other threads
+    that ran from one snapshot to the other), ``report`` (str).
     """
 
     def __init__(self, probes: ProbeNames = None,
@@ -214,8 +243,10 @@ class scope:
         self.deltas: dict[str, int] = {}
         self.probes: list[str] = []
         self.unread: dict[str, str] = {}
+        self.threads: list[str] = []
         self.report: Optional[str] = None
         self._restores = 0
+        self._others: frozenset[int] = frozenset()
         self._bound_enter = self._enter
         self._bound_exit = self._exit
 
@@ -251,6 +282,7 @@ class scope:
         core.set_location(*self._location)
         self._threads = _os_threads()
         self._restores = _core.hook_restored()
+        self._others = _other_threads()
         self._refs = None
         if self._mask & _REFS_BIT & _core.probes_available():
             offset = (0, 0) if _calibrating else _refs_offset(self._kind)
@@ -301,7 +333,8 @@ class scope:
                              tolerance, compared)
         self.unread = unread(self._asked, compared,
                              _core.hook_restored() - self._restores)
-        self.report = _compose(head, self.unread, diagnosis)
+        self.threads = _still_running(self._others)
+        self.report = _compose(head, self.unread, diagnosis, self.threads)
         if self.leaked:
             raise LeakError(self.report, diagnosis)
 
@@ -371,7 +404,9 @@ class Series:
     Once next() has returned False: ``leaked``, ``leaking`` (names),
     ``runs`` (measured runs), ``probes`` (names compared), ``deltas``
     ({name: [delta per run]}), ``thresholds`` ({name: int}), ``unread``
-    ({name: why} for probes asked for but not compared) and report().
+    ({name: why} for probes asked for but not compared), ``threads``
+    (other threads that ran from the first snapshot to the last: the
+    probes are process-wide) and report().
     """
 
     def __init__(self, warmup: int = 1, repeat: int = 4,
@@ -399,6 +434,8 @@ class Series:
         self._main = None       # the first core series, while confirming
         self._location = (str(file), int(line))
         self._restores = _core.hook_restored()
+        self._calls = 0
+        self._others: frozenset[int] = frozenset()
         self.done = False
         self.leaked: Optional[bool] = None
         self.leaking: list[str] = []
@@ -407,10 +444,15 @@ class Series:
         self.deltas: dict[str, list[int]] = {}
         self.thresholds: dict[str, int] = {}
         self.unread: dict[str, str] = {}
+        self.threads: list[str] = []
 
     def next(self) -> bool:
         """True while the code must run once more; False once the verdict
         is in (the results are then set)."""
+        if self._calls <= self.warmup:
+            if self._calls == self.warmup:      # the first snapshot is next
+                self._others = _other_threads()
+            self._calls += 1
         if self._core.next():
             return True
         if self._main is None and self._confirming():
@@ -457,10 +499,12 @@ class Series:
                            for name in self.probes}
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
+        self.threads = _still_running(self._others)
 
     def report(self, diagnosis: Optional[Diagnosis] = None) -> str:
         """The readable report, with `diagnosis` (a Diagnosis) appended."""
-        return _compose(self._engine_report(), self.unread, diagnosis)
+        return _compose(self._engine_report(), self.unread, diagnosis,
+                        self.threads)
 
     def _engine_report(self):
         if self._main is None:

@@ -58,7 +58,8 @@ def crashed_record(test_id, reason, file=None, line=None, worker=None):
             "known": False, "reason": reason, "file": file, "line": line,
             "warmup": None, "repeat": None, "runs": 0, "probes": [],
             "leaking": [], "deltas": {}, "thresholds": {},
-            "diagnosis": None, "worker": worker, "unread": {}}
+            "diagnosis": None, "worker": worker, "unread": {},
+            "threads": []}
 
 
 def document(meta, records, running=(), reasons=(), created=None,

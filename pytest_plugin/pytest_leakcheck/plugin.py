@@ -53,6 +53,10 @@ MSG_CRASHED = "leakcheck: the pytest-xdist worker running the test crashed"
 MSG_GC_FROZEN = ("leakcheck: code in this session froze objects (gc.freeze), "
                  "so leakcheck did not freeze the heap: every snapshot "
                  "collected all of it (slower, same verdicts)")
+MSG_REPEAT_ONE = ("leakcheck: repeat 1 ({where}) judges each test on a "
+                  "single delta, where noise alone (another thread "
+                  "allocating, a cache filling once) fails clean tests; "
+                  "repeat 2 or more judges on growth in every run")
 MSG_NOT_COMPARED = "leakcheck: {id}: {probe} not compared: {why}"
 MSG_RIVAL = ("leakcheck: pytest-leaks is installed too and also defines "
              "--leaks; run pytest with -p no:leaks to hunt with leakcheck "
@@ -212,6 +216,10 @@ def pytest_configure(config):
                 from None
     state = State(config, session_settings, baseline)
     config.stash[STATE] = state
+    if session_settings.defaults.repeat == 1 and state.worker_id is None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            MSG_REPEAT_ONE.format(
+                where=session_settings.sources.get("repeat"))), stacklevel=2)
     if session_settings.report_path and state.worker_id is None:
         state.report = reportmod.Report(
             session_settings.report_path,
@@ -441,13 +449,14 @@ def _record(item, state, settings, verdict, outcome, series=None,
            "warmup": settings.warmup, "repeat": settings.repeat,
            "runs": 0, "probes": list(settings.probes), "leaking": [],
            "deltas": {}, "thresholds": {}, "diagnosis": None,
-           "worker": state.worker_id, "unread": {}}
+           "worker": state.worker_id, "unread": {}, "threads": []}
     if series is not None:
         rec.update(runs=series.runs, probes=list(series.probes),
                    leaking=list(series.leaking),
                    deltas={k: list(v) for k, v in series.deltas.items()},
                    thresholds=dict(series.thresholds),
-                   unread=dict(series.unread))
+                   unread=dict(series.unread),
+                   threads=list(series.threads))
     if diagnosis is not None:
         try:
             rec["diagnosis"] = diagnosis.to_dict()

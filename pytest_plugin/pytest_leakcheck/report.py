@@ -18,7 +18,8 @@ A report is one JSON object:
                 "repeat", "runs", "probes", "leaking",
                 "deltas": {probe: [int per run]}, "thresholds": {probe: int},
                 "diagnosis", "worker",
-                "unread": {probe: why it was asked for but not compared}},
+                "unread": {probe: why it was asked for but not compared},
+                "threads": [other threads that ran while it measured]},
                ...]}
 
 "file" and "line" say where the test is defined (the path relative to

@@ -2,8 +2,14 @@
 from every thread (the raw domain without the GIL), readings stay exact,
 and verdicts on the main thread's code stay right."""
 
+import os
+import pathlib
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 import leakcheck
 
@@ -132,3 +138,42 @@ def test_a_scope_in_a_thread_of_its_own(leaky):
     thread.start()
     thread.join()
     assert results == [False, ["blocks", "py_allocs"]]
+
+
+STRESS = pathlib.Path(__file__).parents[3] / "bench" / "stress_threads.py"
+
+
+@pytest.mark.parametrize("early_tracemalloc", ["0", "1"],
+                         ids=["own-hooks", "table-after-tracemalloc"])
+def test_eight_threads_allocating_while_snapshots_are_taken(
+        early_tracemalloc):
+    """bench/stress_threads.py for 2 seconds (30 by default): no crash, and
+    a scope around it all comes out clean."""
+    env = dict(os.environ, PYTHONTRACEMALLOC=early_tracemalloc)
+    proc = subprocess.run([sys.executable, str(STRESS), "--seconds", "2"],
+                          env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "8 threads, 2 s:" in proc.stdout
+
+
+def test_reports_name_the_threads_that_ran_while_measuring(leaky):
+    stop = threading.Event()
+    ticker = threading.Thread(target=stop.wait, name="ticker")
+    ticker.start()
+    try:
+        with pytest.raises(leakcheck.LeakError) as info:
+            with leakcheck.scope(probes=["blocks"]):
+                leaky.leak_pymem(64)
+        series = leakcheck.Series(probes=["blocks"], repeat=2)
+        while series.next():
+            pass
+    finally:
+        stop.set()
+        ticker.join()
+    assert "other threads ran while it measured" in info.value.report
+    assert "ticker (Event.wait)" in info.value.report
+    assert series.threads == ["ticker (Event.wait)"]
+    with leakcheck.scope(probes=["blocks"]) as alone:
+        pass
+    assert alone.threads == []

@@ -32,7 +32,7 @@ def test_skips():
 RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "line", "warmup",
                "repeat", "runs", "probes", "leaking", "deltas", "thresholds",
-               "diagnosis", "worker", "unread"}
+               "diagnosis", "worker", "unread", "threads"}
 
 
 def test_report_schema(pytester, read_report):

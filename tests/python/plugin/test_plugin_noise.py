@@ -1,0 +1,64 @@
+"""What makes a verdict noisy is said: the other threads that ran while a
+test was measured, and a single delta (repeat 1)."""
+
+import pytest
+
+from pytest_leakcheck import plugin
+
+TICKER = '''
+import threading
+
+import pytest
+
+_KEPT = []
+_STOP = threading.Event()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ticker():
+    thread = threading.Thread(target=_STOP.wait, name="ticker")
+    thread.start()
+    yield
+    _STOP.set()
+    thread.join()
+
+
+def test_clean():
+    pass
+
+
+def test_leaky():
+    _KEPT.append([])
+'''
+
+
+def test_reports_name_the_threads_that_ran_meanwhile(pytester, read_report):
+    pytester.makepyfile(test_ticker=TICKER)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*other threads ran while it measured (what they allocate counts "
+        "too): ticker (Event.wait)"])
+    _, tests = read_report()
+    for name in ("test_clean", "test_leaky"):
+        assert tests[f"test_ticker.py::{name}"]["threads"] == \
+            ["ticker (Event.wait)"]
+
+
+@pytest.mark.parametrize("how, where", [
+    (["--leaks-repeat=1"], "command line"),
+    (["-o", "leaks_repeat=1"], "ini"),
+])
+def test_repeat_one_is_warned_about(pytester, how, where):
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("--leaks", *how)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*" + plugin.MSG_REPEAT_ONE.format(where=where)[:60] + "*"])
+
+
+def test_repeat_two_is_not(pytester):
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-repeat=2")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*single delta*")
