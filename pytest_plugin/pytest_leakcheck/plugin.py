@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import tracemalloc
 
 import _pytest
@@ -62,6 +63,12 @@ MSG_RIVAL = ("leakcheck: pytest-leaks is installed too and also defines "
              "--leaks; run pytest with -p no:leaks to hunt with leakcheck "
              "(-p no:leakcheck for pytest-leaks), or uninstall one of them")
 RIVAL = "leaks"           # pytest-leaks' plugin name (its pytest11 entry)
+MSG_DIAGNOSIS_OFF = ("diagnosis off (--leaks-diagnose=off): the test was "
+                     "not re-run to find what it leaked")
+MSG_DIAGNOSIS_BUDGET = (
+    "the diagnosis stopped at its budget of {budget:.1f} s ({factor} times "
+    "the test's run time of {run_time:.2f} s); what it found so far is "
+    "above. --leaks-diagnose=cheap traces less, =off not at all")
 SECTION_KNOWN = "leakcheck: known leak"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
@@ -268,7 +275,7 @@ def _settings_dict(s):
     d = s.defaults.to_dict()
     d.pop("tolerance")
     return {"hunt": "all" if s.hunt_all else "marked", **d,
-            "baseline": s.baseline_path}
+            "baseline": s.baseline_path, "diagnose": s.diagnose}
 
 
 def _probes_dict():
@@ -414,29 +421,66 @@ _HARNESS = tuple(os.path.dirname(module.__file__)
                  for module in (_pytest, pluggy, sys.modules[__name__]))
 
 
-def _diagnose(item, runner, leaking):
+class _OutOfBudget(Exception):
+    """Raised by a diagnosis re-run that the budget has no time left for."""
+
+
+def _diagnose(item, runner, leaking, mode, run_time):
     """leakcheck.diagnose() over more runs of the test.  Tracing starts one
     run earlier than the diagnosis compares: pytest replaces some of its own
     objects every run (a log stream per phase, a stash entry), and a
     replacement made before tracing began would read as memory the test
-    kept.  Each run is followed by the settle hook, as in the series."""
+    kept.  Each run is followed by the settle hook, as in the series.
+
+    The re-runs get a budget of DIAGNOSE_BUDGET times the test's own run
+    time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
+    that would start past it (tracing makes a run ~10 times slower) is not
+    made, and the diagnosis says so.  `mode` "cheap" traces one frame deep
+    and compares one run; "off" re-runs nothing."""
+    if mode == "off":
+        return None, MSG_DIAGNOSIS_OFF
+    budget = max(settingsmod.DIAGNOSE_FLOOR,
+                 settingsmod.DIAGNOSE_BUDGET * run_time)
+    start = time.perf_counter()
+    slowest = [run_time]
+
     def run_once():
+        began = time.perf_counter()
+        if began - start + slowest[0] > budget:
+            raise _OutOfBudget()
         runner.run_again()
         item.ihook.pytest_leakcheck_settle(item=item)
+        slowest[0] = max(slowest[0], time.perf_counter() - began)
 
+    frames, runs = ((1, 1) if mode == "cheap"
+                    else (DIAGNOSIS_FRAMES, DIAGNOSIS_RUNS))
     started = False
+    note = None
+    diagnosis = None
     try:
         if not tracemalloc.is_tracing():
-            tracemalloc.start(DIAGNOSIS_FRAMES)
+            tracemalloc.start(frames)
             started = True
             run_once()
-        return leakcheck.diagnose(run_once, list(leaking),
-                                  runs=DIAGNOSIS_RUNS, ignore=_HARNESS)
+        diagnosis = leakcheck.diagnose(run_once, list(leaking), runs=runs,
+                                       ignore=_HARNESS)
+    except _OutOfBudget:
+        pass
     except Exception:
-        return None
+        return None, None
     finally:
         if started:
             tracemalloc.stop()
+    over = (f"re-running the code raised {_OutOfBudget.__name__}")
+    if diagnosis is None or any(n.startswith(over)
+                                for n in diagnosis.notes):
+        note = MSG_DIAGNOSIS_BUDGET.format(
+            budget=budget, factor=settingsmod.DIAGNOSE_BUDGET,
+            run_time=run_time)
+        if diagnosis is not None:
+            diagnosis.notes[:] = [n for n in diagnosis.notes
+                                  if not n.startswith(over)] + [note]
+    return diagnosis, note
 
 
 def _record(item, state, settings, verdict, outcome, series=None,
@@ -525,6 +569,11 @@ def _hunt(item, nextitem, state):
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception
     settle = item.ihook.pytest_leakcheck_settle
+    # The slowest measured run, seconds.  Both floats exist before the
+    # first snapshot: made by the first measured run, they would be its
+    # growth.
+    run_time = float(0)
+    began = float(0)
     while True:
         try:
             if reports is not None:     # a run happened: a snapshot is next
@@ -540,7 +589,9 @@ def _hunt(item, nextitem, state):
             if outcome_of(reports) != "passed":
                 break
         else:
+            began = time.perf_counter()
             failure = runner.run_again()
+            run_time = max(run_time, time.perf_counter() - began)
             if failure is not None:
                 break
     if reports is None:
@@ -566,12 +617,17 @@ def _hunt(item, nextitem, state):
         call.outcome = "failed"
         call.longrepr = msg
     elif series.leaked:
-        diagnosis = _diagnose(item, runner, series.leaking)
+        diagnosis, note = _diagnose(item, runner, series.leaking,
+                                    state.settings.diagnose, run_time)
         text = series.report(diagnosis=diagnosis)
+        if note is not None and diagnosis is None:
+            text += f"\nnote: {note}"
         known = reportmod.is_known(state.baseline, item.nodeid,
                                    series.leaking)
         rec = _record(item, state, settings, "leak", outcome, series=series,
                       diagnosis=diagnosis, known=known)
+        if diagnosis is None and note is not None:
+            rec["diagnosis"] = {"text": f"note: {note}"}
         if known:
             call.sections.append((SECTION_KNOWN, text))
         else:

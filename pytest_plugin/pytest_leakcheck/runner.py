@@ -22,6 +22,8 @@ growth is measured:
   by then, and one accumulates per run);
 - a doctest's globals, which the doctest runner clears after each run, are
   put back before the next;
+- a hypothesis @given test's extra runs draw the same examples every time
+  (_SameExamples);
 - the tmp_path directory of an extra run is removed after it;
 - reports logged from inside an extra run are dropped: pytest logs a
   subtest's report (unittest's subTest, the subtests fixture) as soon as
@@ -188,6 +190,48 @@ def _suite_properties(config):
     return props if isinstance(props, list) else None
 
 
+class _SameExamples:
+    """A hypothesis @given test draws new examples on every run, and its
+    caches (and the test's own, keyed by examples) fill with each new
+    batch: run after run reads as growth.  Its extra runs use the same
+    examples each time instead: settings derived from the test's own with
+    derandomize=True and no example database (no replayed failures, no
+    writes), no deadline and no health checks (the runs are measured, and
+    a diagnosis traces them: they are slower than the test's own).  The
+    reported run keeps the test's own settings."""
+
+    __slots__ = ("func", "own", "fixed")
+
+    def __init__(self, func, own, fixed):
+        self.func, self.own, self.fixed = func, own, fixed
+
+    @classmethod
+    def of(cls, item):
+        """The swap for `item`, or None when it is no hypothesis test (or
+        hypothesis is not imported)."""
+        func = getattr(getattr(item, "obj", None), "__func__",
+                       getattr(item, "obj", None))
+        if not getattr(func, "is_hypothesis_test", False):
+            return None
+        own = getattr(func, "_hypothesis_internal_use_settings", None)
+        hypothesis = sys.modules.get("hypothesis")
+        if own is None or hypothesis is None:
+            return None
+        try:
+            fixed = hypothesis.settings(
+                own, derandomize=True, database=None, deadline=None,
+                suppress_health_check=list(hypothesis.HealthCheck))
+        except Exception:
+            return None
+        return cls(func, own, fixed)
+
+    def fix(self):
+        self.func._hypothesis_internal_use_settings = self.fixed
+
+    def restore(self):
+        self.func._hypothesis_internal_use_settings = self.own
+
+
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
     series asks, and finally tears down what `nextitem` does not need."""
@@ -202,6 +246,7 @@ class ItemRunner:
         self._properties = 0
         self._shared = ()
         self._state = None      # _ItemState, from the reported run on
+        self._examples = _SameExamples.of(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
@@ -319,11 +364,15 @@ class ItemRunner:
         if self._globs is not None:
             self.item.dtest.globs.clear()
             self.item.dtest.globs.update(self._globs)
+        if self._examples is not None:
+            self._examples.fix()
         try:
             with warnings.catch_warnings(record=True), \
                     _unlogged(self.item.config):
                 reports = self._protocol(interact=False, extra=True)
         finally:
+            if self._examples is not None:
+                self._examples.restore()
             self._put_back()
         for rep in reports:
             if not rep.passed:
@@ -379,18 +428,24 @@ class ItemRunner:
         if hasrequest and not item._request:
             item._initrequest()
         failure = None
+        if self._examples is not None:
+            self._examples.fix()
         try:
             with warnings.catch_warnings(record=True), \
                     _unlogged(item.config):
                 first = [call_and_report(item, "setup")]
                 if first[0].passed:
                     first.append(call_and_report(item, "call"))
+            if self._examples is not None:
+                self._examples.restore()
             del item._report_sections[sections:]
             failure = next((r for r in first if not r.passed), None)
             final = call_and_report(item, "teardown", interact=True,
                                     nextitem=self._next_for_teardown())
             self.torn_down = True
         finally:
+            if self._examples is not None:
+                self._examples.restore()
             if hasrequest:
                 item._request = False
                 item.funcargs = None

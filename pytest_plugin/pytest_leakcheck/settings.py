@@ -58,6 +58,14 @@ HELP_REPORT = ("write a JSON report (schema leakcheck-report/1) of every "
 HELP_BASELINE = ("known leaks (a file 'python -m leakcheck gate "
                  "--write-baseline' wrote): they are reported but do not "
                  "fail their tests")
+DIAGNOSE_MODES = ("full", "cheap", "off")
+DIAGNOSE_BUDGET = 10        # a diagnosis's time, in runs of the test
+DIAGNOSE_FLOOR = 2.0        # seconds a diagnosis may always take
+HELP_DIAGNOSE = ("how a leaking test is diagnosed: 'full' (default) re-runs "
+                 "it under tracemalloc, within "
+                 f"{DIAGNOSE_BUDGET} times its own run time (at least "
+                 f"{DIAGNOSE_FLOOR:g} s); 'cheap' re-runs it once, one frame "
+                 "deep, within the same budget; 'off' does not re-run it")
 
 # (option, ini key, help, metavar or None for a flag)
 OPTIONS = (
@@ -67,6 +75,7 @@ OPTIONS = (
     ("--leaks-probes", "leaks_probes", HELP_PROBES, "NAMES"),
     ("--leaks-report", "leaks_report", HELP_REPORT, "PATH"),
     ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH"),
+    ("--leaks-diagnose", "leaks_diagnose", HELP_DIAGNOSE, "MODE"),
 )
 
 # Messages.  A bad value is "leakcheck: <where>: <problem>".
@@ -90,6 +99,7 @@ PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
 PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
 PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
 PROBLEM_REPORT = "cannot write report {value}: {reason}"
+PROBLEM_DIAGNOSE = "diagnose must be one of {valid}, not {value!r}"
 
 
 class BadValue(ValueError):
@@ -197,6 +207,7 @@ class SessionSettings:
     sources: dict            # setting -> "command line" | "ini" | "default"
     wheres: dict             # setting -> where its value came from, for
                              # messages (only for those set)
+    diagnose: str = "full"   # one of DIAGNOSE_MODES
 
 
 def ini_where(config, key):
@@ -249,6 +260,12 @@ def from_config(config):
         config, "--leaks-report", "leaks_report")
     baseline, wheres["baseline"], sources["baseline"] = _raw(
         config, "--leaks-baseline", "leaks_baseline")
+    diagnose, where, sources["diagnose"] = _raw(config, "--leaks-diagnose",
+                                                "leaks_diagnose")
+    diagnose = "full" if diagnose is None else str(diagnose).strip()
+    if diagnose not in DIAGNOSE_MODES:
+        raise BadValue(where, PROBLEM_DIAGNOSE.format(
+            valid=", ".join(DIAGNOSE_MODES), value=diagnose))
     return SessionSettings(
         hunt_all=hunt_all,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
@@ -257,7 +274,7 @@ def from_config(config):
                           wheres["report"]),
         baseline_path=_path(config, baseline, sources["baseline"],
                             wheres["baseline"]),
-        sources=sources, wheres=wheres)
+        sources=sources, wheres=wheres, diagnose=diagnose)
 
 
 def _path(config, value, source, where):

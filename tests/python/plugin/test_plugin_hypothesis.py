@@ -1,0 +1,69 @@
+"""A hypothesis @given test draws new examples on every run: its extra
+runs draw the same ones each time, so that what its examples fill (its own
+memo, hypothesis's caches) fills once; the reported run keeps the test's
+own settings."""
+
+import pytest
+
+pytest.importorskip("hypothesis", reason="needs hypothesis "
+                    "(scripts/setup installs it)")
+
+MEMO = '''
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+_MEMO = {}
+
+
+@pytest.fixture
+def run_marker():
+    with open("examples.log", "a") as f:
+        f.write("run\\n")
+
+
+def square(x):
+    if x not in _MEMO:
+        _MEMO[x] = x * x
+    return _MEMO[x]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 10**9))
+def test_square(run_marker, x):
+    with open("examples.log", "a") as f:
+        f.write(f"{x}\\n")
+    assert square(x) == x * x
+
+
+_KEPT = []
+
+
+@settings(max_examples=20)
+@given(st.text())
+def test_leaks_per_example(s):
+    _KEPT.append([s])
+'''
+
+
+def test_given_tests_are_judged_on_the_same_examples(pytester, read_report):
+    pytester.makepyfile(test_memo=MEMO)
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "-k", "square",
+        "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    _, tests = read_report()
+    rec = tests["test_memo.py::test_square"]
+    assert rec["verdict"] == "clean"
+    # The reported run, then the extra runs: each of those draws the same
+    # examples as the one before.
+    runs = (pytester.path / "examples.log").read_text().split("run\n")[1:]
+    assert len(runs) >= 3
+    assert all(run == runs[1] for run in runs[1:])
+    assert len(runs[1].split()) > 10
+
+def test_a_real_leak_in_a_given_test_is_still_caught(pytester):
+    pytester.makepyfile(test_memo=MEMO)
+    result = pytester.runpytest_subprocess("--leaks", "-k", "per_example",
+                                           "--leaks-diagnose=off")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["LEAKED test_memo.py::test_leaks_per_example*"])
