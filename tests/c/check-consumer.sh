@@ -34,7 +34,7 @@ LD_LIBRARY_PATH="$root$libdir" lc_check_example "$tmp/ex"
 # With an rpath to the library's directory: no LD_LIBRARY_PATH needed.
 $MAKE -C "$tmp/ex" clean >/dev/null
 $MAKE -C "$tmp/ex" CC="$CC" PKG_CONFIG="$PKG_CONFIG" \
-    LDFLAGS="-Wl,-rpath,$root$libdir" test_leaky test_fixed ||
+    LDFLAGS="${LDFLAGS:+$LDFLAGS }-Wl,-rpath,$root$libdir" test_leaky test_fixed ||
     fail "building examples/check with an rpath"
 lc_check_example "$tmp/ex"
 echo "ok   built with -Wl,-rpath,LIBDIR it runs without LD_LIBRARY_PATH"
