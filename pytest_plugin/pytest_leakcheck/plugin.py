@@ -556,7 +556,7 @@ def _hunt(item, nextitem, state):
             warmup=settings.warmup, repeat=settings.repeat,
             probes=list(settings.probes), tolerance=settings.tolerance,
             name=item.nodeid, location=_location(item))
-    except (BadValue, ValueError) as e:
+    except (BadValue, ValueError, OverflowError) as e:
         # The test errors in its setup, run by pytest's own protocol.
         item.stash[BAD_SETTINGS] = str(e)
         return None

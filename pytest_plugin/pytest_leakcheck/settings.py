@@ -94,6 +94,10 @@ PROBLEM_UNAVAILABLE = ("probe {value!r} cannot be read here ({reason}); "
 PROBLEM_EMPTY_PATH = "an empty path (an unset variable?)"
 PROBLEM_TOLERANCE = ("tolerance must be an integer >= 0 or a "
                      "{{probe: integer >= 0}} dict, not {value!r}")
+MAX_TOLERANCE = 10 ** 15  # growth per run: beyond it nothing is judged, and
+                          # the engine's thresholds are 64-bit
+PROBLEM_TOLERANCE_MAX = ("tolerance must be at most {maximum} per probe, "
+                         "not {value!r}")
 PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
                       "positional {value!r}")
 PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
@@ -190,10 +194,17 @@ def parse_tolerance(value, where):
                     value=k, valid=_valid_probes()))
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise bad
-            out[k] = v
+            out[k] = _tolerance_at_most(v, where)
         return out
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise bad
+    return _tolerance_at_most(value, where)
+
+
+def _tolerance_at_most(value, where):
+    if value > MAX_TOLERANCE:
+        raise BadValue(where, PROBLEM_TOLERANCE_MAX.format(
+            maximum=MAX_TOLERANCE, value=value))
     return value
 
 

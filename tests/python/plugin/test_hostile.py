@@ -50,13 +50,25 @@ def test_huge_repeat():
 @pytest.mark.noleak(probes=["bogus"])
 def test_bad_probe():
     pass
+
+@pytest.mark.noleak(warmup=10**20)
+def test_huge_warmup():
+    pass
+
+@pytest.mark.noleak(tolerance=10**20)
+def test_huge_tolerance():
+    pass
+
+@pytest.mark.noleak(tolerance={"blocks": 10**30})
+def test_huge_tolerance_of_a_probe():
+    pass
 '''
 
 
 def test_a_bad_marker_argument_is_in_the_report(pytester, read_report):
     pytester.makepyfile(test_markers=BAD_MARKERS)
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
-    result.assert_outcomes(passed=1, errors=3)
+    result.assert_outcomes(passed=1, errors=6)
     assert "INTERNALERROR" not in result.stdout.str()
     report, recs = read_report()
     assert recs["test_markers.py::test_fine"]["verdict"] == "clean"
@@ -67,7 +79,8 @@ def test_a_bad_marker_argument_is_in_the_report(pytester, read_report):
     assert huge["reason"] == settings.MSG_BAD_VALUE.format(
         where=where, problem=settings.PROBLEM_INT_MAX.format(
             name="repeat", maximum=settings.MAX_RUNS, value=int(HUGE)))
-    for name in ("test_bad_repeat", "test_bad_probe"):
+    for name in ("test_bad_repeat", "test_bad_probe", "test_huge_warmup",
+                 "test_huge_tolerance", "test_huge_tolerance_of_a_probe"):
         rec = recs[f"test_markers.py::{name}"]
         assert rec["verdict"] == "error"
         assert rec["reason"].startswith("leakcheck: @pytest.mark.noleak on ")
@@ -245,3 +258,14 @@ def test_ids_any_terminal_can_take(pytester, monkeypatch, encoding):
     assert result.ret == 0
     result = gate_cli(pytester, "r2.json", "--baseline", "known.json")
     assert result.ret == 0
+
+
+def test_huge_ini_count(pytester, clean_source):
+    pytester.makepyfile(clean_source)
+    ini = pytester.makeini(f"[pytest]\nleaks = true\nleaks_repeat = {HUGE}\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert errors(result) == ["ERROR: " + settings.MSG_BAD_VALUE.format(
+        where=settings.WHERE_INI.format(key="leaks_repeat", inifile=ini),
+        problem=settings.PROBLEM_INT_MAX.format(
+            name="repeat", maximum=settings.MAX_RUNS, value=HUGE))]
