@@ -46,7 +46,7 @@ class Diagnosis:
 
     def __init__(self, leaking: Iterable[str] = (), runs: int = 0) -> None:
         self.leaking = list(leaking)
-        self.runs = runs            # re-runs made; 0 when none was possible
+        self.runs = runs            # re-runs compared; 0 when none was
         # [{"type", "delta"}], biggest first
         self.objects: list[dict[str, Any]] = []
         # [{"file", "line", "size", "count", "source", "traceback"}]
@@ -62,13 +62,18 @@ class Diagnosis:
         # [{"object", "watched_at", "root", "expression", "path",
         #   "unseen_refs"}]
         self.chains: list[dict[str, Any]] = []
+        # [{"file", "line", "function", "objects", "bytes", "blocks",
+        #   "caller"}]: C sites, bytes and blocks per run
+        self.native: list[dict[str, Any]] = []
+        self.capture: Optional[str] = None      # memray's capture, when kept
         self.notes: list[str] = []
         # The objects the re-runs made that are still alive, oldest first,
         # when asked for (Request.keep_objects); not part of to_dict().
         self.survivors: Optional[list[Any]] = None
 
-    _KEYS = ("leaking", "runs", "objects", "allocations", "refcounts",
-             "garbage", "fds", "threads", "chains", "notes")
+    _KEYS = ("leaking", "runs", "objects", "allocations", "native",
+             "refcounts", "garbage", "fds", "threads", "chains", "notes",
+             "capture")
 
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain data (str, int, bool, None, lists and
@@ -105,6 +110,11 @@ class Diagnosis:
                 for frame in entry["traceback"][1:4]:
                     out.append(f"    called from {frame['file']}:"
                                f"{frame['line']}")
+        if self.native:
+            out.append("where C code allocated what survived (memray), per "
+                       "run, most first:")
+            for site in self.native:
+                out += _native_site(site)
         if self.refcounts:
             out.append(f"objects whose reference count grew ({how}):")
             out += [f"  {entry['delta']:+d}  {entry['object']}"
@@ -150,11 +160,39 @@ class Diagnosis:
         return "\n".join(out)
 
 
+def _native_site(site):
+    # Several objects when several define the function (without -g).
+    objects = " or ".join(map(os.path.basename, site["objects"]))
+    if site["line"]:
+        where = f"{_shown(site['file'])}:{site['line']} {site['function']}()"
+        if objects:
+            where += f" in {objects}"
+    else:
+        where = f"{site['function']}() in {objects or 'an unknown object'}"
+    lines = [f"  {where}: {site['bytes']} bytes in {site['blocks']} "
+             f"block{'' if site['blocks'] == 1 else 's'}"]
+    caller = site["caller"]
+    if caller:
+        lines.append(f"    called from {_shown(caller['file'])}:"
+                     f"{caller['line']} {caller['function']}")
+    return lines
+
+
+def _shown(path):
+    """`path` relative to the working folder when it lies below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
 # ---- re-running ---------------------------------------------------------
 
 def diagnose(run_once: Callable[[], object],
              leaking: Union[str, Iterable[str]], runs: int = 2,
-             ignore: Iterable[Union[str, "os.PathLike[str]"]] = ()
+             ignore: Iterable[Union[str, "os.PathLike[str]"]] = (),
+             capture_dir: Union[str, "os.PathLike[str]", None] = None
              ) -> Diagnosis:
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
@@ -171,7 +209,14 @@ def diagnose(run_once: Callable[[], object],
 
     For allocator growth it starts tracemalloc (unless it runs already),
     which swaps CPython's allocators: no other thread may be allocating
-    through PyMem_RawMalloc without the GIL meanwhile (a CPython rule)."""
+    through PyMem_RawMalloc without the GIL meanwhile (a CPython rule).
+
+    For growth that can come from C (refs, blocks, py_allocs, py_bytes,
+    objects, native_bytes) it then re-runs the code under memray, when
+    installed, for the C lines (Diagnosis.native).  Its capture files live
+    in a temporary folder removed before returning; with `capture_dir`,
+    the capture of the last re-runs is kept there (readable with
+    ``memray flamegraph --leaks``) and its path is Diagnosis.capture."""
     if not callable(run_once):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())
@@ -180,32 +225,44 @@ def diagnose(run_once: Callable[[], object],
         raise TypeError("ignore must be a list of folders or files, "
                         "not a single path")
     request = Request(leaking, runs,
-                      [os.path.abspath(os.fspath(path)) for path in ignore])
+                      [os.path.abspath(os.fspath(path)) for path in ignore],
+                      capture_dir=capture_dir)
     diagnosis = Diagnosis(
         [name for name in PROBE_NAMES if name in leaking], runs)
     kinds = [kind(request) for kind in KINDS if kind.wanted(request)]
 
-    _settle_and_collect()
-    begun = []
+    def run(count):
+        return _run(run_once, count)
+
+    begun, done = [], []
     try:
+        failure = None
         for kind in kinds:
-            kind.before()
-            begun.append(kind)
-        failure = _run(run_once, runs)
-        _settle_and_collect()
-        while begun:
-            begun.pop().after()
+            failure = failure or kind.prepare(run)
+        if failure is None:
+            _settle_and_collect()
+            for kind in kinds:
+                kind.before()
+                begun.append(kind)
+            failure = run(runs)
+            _settle_and_collect()
+            while begun:
+                kind = begun.pop()
+                kind.after()
+                done.append(kind)
     finally:
-        for kind in begun:            # a before() or after() failed
-            kind.abandon()
+        for kind in kinds:
+            if kind not in done:      # not begun, or something failed
+                kind.abandon()
     for kind in kinds:
-        own = kind.own_runs(lambda: _run(run_once, runs))
-        failure = failure or own
+        if failure is None:
+            failure = kind.own_runs(run)
     if failure is not None:
         diagnosis.notes.append(f"re-running the code raised "
                                f"{type(failure).__name__}: {failure}")
     for kind in kinds:
-        kind.fill(diagnosis)
+        if kind in done:
+            kind.fill(diagnosis)
     _refs_note(diagnosis, leaking)
     return diagnosis
 
@@ -268,7 +325,10 @@ def diagnose_after(leaking, deltas):
             "for the lines that allocated what survived, run the code again "
             "under leakcheck.repeat() or with leakcheck.scope() as a "
             "decorator: a failing check then re-runs it under tracemalloc")
-    if NativeAllocations.wanted(request):
-        NativeAllocations(request).fill(diagnosis)
+    if "native_bytes" in leaking:
+        diagnosis.notes.append(
+            "for the C lines that allocated what survived, run the code "
+            "again under leakcheck.repeat() or with leakcheck.scope() as a "
+            "decorator: a failing check then re-runs it under memray")
     _refs_note(diagnosis, leaking)
     return diagnosis

@@ -1,7 +1,7 @@
 /*
- * leaky.c — a small CPython extension with three leaks of the kinds that
+ * leaky.c — a small CPython extension with four leaks of the kinds that
  * reach production, one per function.  fixed.c is the same module with the
- * three fixes; `diff leaky.c fixed.c` shows them.
+ * four fixes; `diff leaky.c fixed.c` shows them.
  *
  *   squares(seq)        a forgotten reference on an error path: the result
  *                       list is not released when an item is not an int
@@ -10,6 +10,9 @@
  *                       (py_bytes, py_allocs grow)
  *   histogram(data, n)  a native malloc: the counting table is never freed
  *                       (native_bytes grows; no Python probe can see it)
+ *   hexlify(data)       a forgotten object: the scratch bytes object made
+ *                       with PyBytes_FromStringAndSize is never released
+ *                       (blocks, py_allocs grow; refs on a debug build)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -116,17 +119,42 @@ histogram(PyObject *self, PyObject *args)
     return result;                          /* LEAK: free(table) missing */
 }
 
+/* hexlify(data: bytes) -> str: data in hexadecimal, written into a
+ * scratch bytes object first. */
+static PyObject *
+hexlify(PyObject *self, PyObject *arg)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *src, *dst;
+    Py_ssize_t len, i;
+    PyObject *scratch;
+
+    if (PyBytes_AsStringAndSize(arg, &src, &len) < 0)
+        return NULL;
+    scratch = PyBytes_FromStringAndSize(NULL, 2 * len);
+    if (scratch == NULL)
+        return NULL;
+    dst = PyBytes_AS_STRING(scratch);
+    for (i = 0; i < len; i++) {
+        dst[2 * i] = digits[(unsigned char)src[i] >> 4];
+        dst[2 * i + 1] = digits[(unsigned char)src[i] & 15];
+    }
+    return PyUnicode_DecodeASCII(dst, 2 * len, NULL);
+                                            /* LEAK: scratch is never released */
+}
+
 static PyMethodDef methods[] = {
     {"squares", squares, METH_O, "squares(seq) -> list of x*x"},
     {"checksum", checksum, METH_O, "checksum(data) -> Adler-32 of data"},
     {"histogram", histogram, METH_VARARGS,
      "histogram(data, buckets) -> counts of data's bytes per bucket"},
+    {"hexlify", hexlify, METH_O, "hexlify(data) -> data in hexadecimal"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "leaky",
-    "Three leaks for leakcheck's examples (see fixed for the fixes).", -1,
+    "Four leaks for leakcheck's examples (see fixed for the fixes).", -1,
     methods,
 };
 

@@ -39,6 +39,11 @@ class Evidence:
     """One kind of evidence.  diagnose() makes one of each kind whose
     `wanted()` is true, then calls, in this order:
 
+        prepare(run)      to set up what must see runs before the ones
+                          that count (tracemalloc traces one run first):
+                          run(n) re-runs the code n times and returns the
+                          exception that stopped it, or None; prepare
+                          returns that too
         before()          outermost kind first, before the shared re-runs
         after()           innermost kind first, after those runs (and a
                           settle and full collection)
@@ -46,10 +51,11 @@ class Evidence:
                           a before() or after() raised: undo what
                           before() started
         own_runs(run)     for a kind that must watch runs of its own (a
-                          tracker that would distort the others): `run`
-                          re-runs the code `request.runs` times and
-                          returns the exception that stopped it, or None
-        fill(diagnosis)   once all of the above is done
+                          tracker that would distort the others), when
+                          the runs so far raised nothing; returns what
+                          run(n) returned
+        fill(diagnosis)   once all of the above is done, for each kind
+                          whose after() ran
 
     The shared runs are nested in every before()/after() pair, so that
     what one kind keeps is there when the others count, before and after
@@ -65,6 +71,9 @@ class Evidence:
     @classmethod
     def wanted(cls, request):
         return bool(request.leaking & cls.probes)
+
+    def prepare(self, run):
+        return None
 
     def before(self):
         pass

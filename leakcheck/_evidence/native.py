@@ -1,18 +1,319 @@
-"""Evidence from the C heap: where the native memory that survived the
-runs was allocated."""
+"""Evidence from the C heap: the C lines where the memory that survived the
+runs was allocated, found with memray (the optional extra
+``leakcheck[native]``): Diagnosis.native and Diagnosis.capture.
 
-from . import Evidence
+memray's tracker sees every allocation, malloc() and CPython's allocators
+alike, with a hybrid stack: the native frames, symbolized by memray, with
+the Python frames in their place.  What it calls leaked is what was not
+freed when tracking stopped, which includes what a run replaces every
+time (the last copy) and what a first use fills once.  So the code runs
+under two trackers, one run under the first and `k` (at least 2) under
+the second: a site grows per run by (second - first) / (k - 1), and
+only sites that leaked under the first and grew by a block per run under
+the second are kept.
+
+A site is named by the first frame of the user's C code from the
+allocation outwards: frames of memray, of the allocator and of CPython
+itself are skipped, and an allocation made by Python code (a Python
+frame before any such C frame) is tracemalloc's to explain, not this.
+Its Python caller is the innermost Python frame outside leakcheck; a
+site whose caller belongs to a harness is the harness's.
+"""
+
+import logging
+import mmap
+import os
+import shutil
+import sys
+import tempfile
+
+from .. import _core
+from . import TOP, Evidence
+from .frames import charged_frame, ignored, owned_elsewhere
 
 __all__ = ["NativeAllocations"]
 
+HOW_TO_GET = "pip install 'leakcheck[native]'"
+NOTE_NO_MEMRAY = ("no C lines: memray is not installed ({reason}); "
+                  f"{HOW_TO_GET} gives the C line of each leak")
+NOTE_REFUSED = ("no C lines: memray would not start ({reason}); the C line "
+                "of each leak needs memray's tracker to itself")
+NOTE_UNREADABLE = "no C lines: memray's capture could not be read ({reason})"
+NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
+                      "the C lines show with the functions")
+NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
+                   "re-run")
+
 
 class NativeAllocations(Evidence):
-    """The C lines of what leaked (native_bytes)."""
+    """Re-runs the code under memray's tracker (runs of its own: its hooks
+    would distort the other kinds' counts) and names the C sites that
+    leaked in every run."""
 
-    probes = frozenset({"native_bytes"})
+    probes = frozenset({"refs", "blocks", "py_allocs", "py_bytes",
+                        "objects", "native_bytes"})
+
+    def __init__(self, request):
+        super().__init__(request)
+        self.sites = None       # None: memray did not run
+        self.capture = None
+        self.note = None
+
+    def own_runs(self, run):
+        try:
+            import memray
+        except ImportError as e:
+            self.note = NOTE_NO_MEMRAY.format(reason=_why_not(e))
+            return None
+        runs = max(2, self.request.runs)
+        folder = tempfile.mkdtemp(prefix="leakcheck-memray-")
+        one, more = (os.path.join(folder, name)
+                     for name in ("one-run.bin", f"{runs}-runs.bin"))
+        memray.set_log_level(logging.ERROR)     # its symbol warnings
+        try:
+            try:
+                failure = _track(memray, one, run, 1)
+                if failure is None:
+                    failure = _track(memray, more, run, runs)
+            except Exception as e:
+                self.note = NOTE_REFUSED.format(reason=_reason(e))
+                return None
+            if failure is not None:
+                return failure
+            try:
+                ignore = ignored(self.request.ignore)
+                self.sites = _per_run(_sites(memray, one, ignore),
+                                      _sites(memray, more, ignore), runs)
+            except Exception as e:
+                self.note = NOTE_UNREADABLE.format(reason=_reason(e))
+                return None
+            self.capture = _keep(more, self.request.capture_dir)
+            return None
+        finally:
+            memray.set_log_level(logging.WARNING)
+            shutil.rmtree(folder, ignore_errors=True)
 
     def fill(self, diagnosis):
-        diagnosis.notes.append(
-            "native_bytes counts malloc() outside CPython's allocators, which "
-            "tracemalloc cannot see: run under valgrind (the valgrind probe) "
-            "for the allocating stacks")
+        diagnosis.capture = self.capture
+        if self.note:
+            diagnosis.notes.append(self.note)
+        if self.sites is None:
+            return
+        diagnosis.native = self.sites
+        bare = sorted({os.path.basename(path) for site in self.sites
+                       if not site["line"] for path in site["objects"]}
+                      or {f"{site['function']}()" for site in self.sites
+                          if not site["line"]})
+        if bare:
+            diagnosis.notes.append(NOTE_NO_DEBUG_INFO.format(
+                objects=", ".join(bare),
+                verb="has" if len(bare) == 1 else "have"))
+        if not self.sites and "native_bytes" in self.request.leaking:
+            diagnosis.notes.append(NOTE_NONE_FOUND)
+
+
+def _why_not(error):
+    return str(error) if getattr(error, "name", None) != "memray" \
+        else "import memray failed"
+
+
+def _reason(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text \
+        else type(error).__name__
+
+
+def _track(memray, path, run, count):
+    """Runs the code `count` times under a tracker writing to `path`, then
+    settles and collects inside it, so that what only waited for a
+    collection is freed before tracking stops."""
+    _core.Snapshot(0)
+    with memray.Tracker(path, native_traces=True,
+                        trace_python_allocators=True, follow_fork=False):
+        failure = run(count)
+        _core.Snapshot(0)
+    return failure
+
+
+def _keep(path, folder):
+    """Moves the capture into `folder` (when given); its new path, or None."""
+    if folder is None:
+        return None
+    folder = os.path.abspath(os.fspath(folder))
+    os.makedirs(folder, exist_ok=True)
+    fd, kept = tempfile.mkstemp(prefix="leakcheck-", suffix=".bin",
+                                dir=folder)
+    os.close(fd)
+    shutil.move(path, kept)
+    return kept
+
+
+# ---- reading a capture ---------------------------------------------------
+
+def _sites(memray, path, ignore):
+    """{site key: [bytes, blocks, site]} of what `path` says leaked, for
+    the allocations made by the user's C code."""
+    sites = {}
+    with memray.FileReader(path) as reader:
+        for record in reader.get_leaked_allocation_records(
+                merge_threads=True):
+            site = _site(record.hybrid_stack_trace(), ignore)
+            if site is None:
+                continue
+            key = (site["file"], site["line"], site["function"],
+                   tuple(sorted((site["caller"] or {}).items())))
+            entry = sites.get(key)
+            if entry is None:
+                sites[key] = [record.size, record.n_allocations, site]
+            else:
+                entry[0] += record.size
+                entry[1] += record.n_allocations
+    return sites
+
+
+def _per_run(one, more, runs):
+    """The sites that leaked under one run and grew by at least a block
+    per run under `runs`, with their bytes and blocks per run, most
+    bytes first."""
+    result = []
+    for key, (size, count, site) in more.items():
+        size_one, count_one, _ = one.get(key, (0, 0, None))
+        if count_one < 1 or count - count_one < runs - 1:
+            continue
+        site = dict(site, bytes=(size - size_one) // (runs - 1),
+                    blocks=(count - count_one) // (runs - 1))
+        site["objects"] = _object_files(site["function"], site["file"])
+        result.append(site)
+    result.sort(key=lambda s: (-s["bytes"], -s["blocks"], s["file"],
+                               s["line"]))
+    return result[:TOP]
+
+
+def _is_python(filename):
+    return filename.endswith(".py") or (filename.startswith("<")
+                                        and filename != "<unknown>")
+
+
+# Folders of CPython's source tree, as its frames name them (relative to
+# the build folder: "Objects/obmalloc.c", "../Python/ceval.c").  An
+# extension whose own sources sit in such a folder and are compiled with
+# relative paths would read as CPython's.
+_CPYTHON_TREE = ("Objects/", "Python/", "Include/", "Modules/", "Parser/",
+                 "Programs/")
+_ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
+                         "reallocarray", "posix_memalign", "aligned_alloc",
+                         "memalign", "valloc", "pvalloc", "strdup",
+                         "strndup"})
+
+
+def _theirs(function, filename):
+    """True for a native frame of memray, of the allocator or of CPython
+    itself."""
+    if "memray" in filename or "memray" in function:
+        return True
+    name = filename
+    while name.startswith(("./", "../")):
+        name = name.split("/", 1)[1]
+    if name.startswith(_CPYTHON_TREE):
+        return True
+    if filename in ("", "<unknown>") or not os.path.isabs(filename):
+        # No debug information: known by name only.
+        return (function.startswith(("Py", "_Py", "__libc", "_dl_"))
+                or function in _ALLOCATORS or function in ("", "<unknown>"))
+    return False
+
+
+def _site(stack, ignore):
+    """The site of an allocation from its hybrid stack (innermost first),
+    or None when no C code of the user's made it, or a harness did."""
+    user = None
+    python = []                   # the Python frames outwards, innermost first
+    for function, filename, lineno in stack:
+        if _is_python(filename):
+            if user is None:
+                return None       # Python code allocated it
+            python.append((filename, lineno, function))
+        elif user is None and not _theirs(function, filename):
+            user = (function, filename, lineno)
+    if user is None:
+        return None
+    caller = None
+    if python:
+        frames = [(f, n) for f, n, _ in reversed(python)]   # oldest first
+        i = charged_frame(frames)
+        if i is None or owned_elsewhere(frames, i, ignore):
+            return None
+        filename, lineno, function = python[len(python) - 1 - i]
+        caller = {"file": filename, "line": lineno, "function": function}
+    function, filename, lineno = user
+    debug = filename not in ("", "<unknown>") and lineno > 0
+    return {"file": filename if debug else None,
+            "line": lineno if debug else None,
+            "function": function, "caller": caller}
+
+
+# ---- the object file of a function ----------------------------------------
+#
+# memray names a frame's function, file and line, not the shared object
+# it is in.  The object is found among those mapped into the process: the
+# one whose symbol names hold the function's and, with debug information,
+# whose file names hold the source's; without, one that has no debug
+# information (memray would have found a line in one that has).  Several
+# can still match (two builds of one extension loaded at once): all are
+# named.
+
+_found = {}
+
+
+def _object_files(function, source):
+    key = (function, source)
+    if key not in _found:
+        needles = [b"\0" + function.encode() + b"\0"]
+        if source:
+            needles.append(os.path.basename(source).encode() + b"\0")
+        found = [path for path in _mapped_objects()
+                 if _holds(path, needles)]
+        if not source:
+            found = ([path for path in found
+                      if not _holds(path, [b".debug_line\0"])] or found)
+        _found[key] = found
+    return list(_found[key])
+
+
+def _holds(path, needles):
+    try:
+        with open(path, "rb") as f, \
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return all(data.find(needle) != -1 for needle in needles)
+    except (OSError, ValueError):
+        return False
+
+
+def _mapped_objects():
+    """The files mapped executable into this process, in map order, but
+    the interpreter's, the C library's and memray's."""
+    interpreter = {os.path.realpath(sys.executable)}
+    seen, paths = set(), []
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or "x" not in parts[1]:
+            continue
+        path = parts[5]
+        if not path.startswith("/") or path in seen:
+            continue
+        seen.add(path)
+        base = os.path.basename(path)
+        if (path in interpreter or "memray" in path
+                or base.startswith(("libpython", "libc.", "libc-", "ld-",
+                                    "libm.", "libpthread", "libstdc++",
+                                    "libgcc_s", "libunwind", "liblz4",
+                                    "libdebuginfod"))
+                or base.startswith("_core.")):
+            continue
+        paths.append(path)
+    return paths

@@ -23,8 +23,8 @@ if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
 
 
 class PyAllocations(Evidence):
-    """What tracemalloc traces before and after the runs (starting it
-    unless it runs already), compared: what a harness in
+    """What tracemalloc traces before and after the runs (starting it,
+    one run earlier, unless it runs already), compared: what a harness in
     `request.ignore` or leakcheck itself allocated left out."""
 
     probes = frozenset({"blocks", "py_bytes", "py_allocs", "objects"})
@@ -35,10 +35,17 @@ class PyAllocations(Evidence):
         self.traces_before = None
         self.traces_after = None
 
+    def prepare(self, run):
+        # Traced from one run before the ones compared: what a run
+        # replaces every time (a harness's log stream, a cache entry) is
+        # then traced on both sides, not read as memory the code kept.
+        if tracemalloc.is_tracing():
+            return None
+        tracemalloc.start(TRACE_FRAMES)
+        self.started = True
+        return run(1)
+
     def before(self):
-        if not tracemalloc.is_tracing():
-            tracemalloc.start(TRACE_FRAMES)
-            self.started = True
         self.traces_before = _traces()
 
     def after(self):

@@ -71,7 +71,7 @@ MSG_DIAGNOSIS_BUDGET = (
     "above. --leaks-diagnose=cheap traces less, =off not at all")
 SECTION_KNOWN = "leakcheck: known leak"
 
-DIAGNOSIS_RUNS = 2       # runs diagnose() compares, after one traced run
+DIAGNOSIS_RUNS = 2       # runs diagnose() compares
 DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
 STATUS_LEAKED = ("failed", "L", ("LEAKED", {"red": True, "bold": True}))
 
@@ -426,11 +426,12 @@ class _OutOfBudget(Exception):
 
 
 def _diagnose(item, runner, leaking, mode, run_time):
-    """leakcheck.diagnose() over more runs of the test.  Tracing starts one
-    run earlier than the diagnosis compares: pytest replaces some of its own
-    objects every run (a log stream per phase, a stash entry), and a
-    replacement made before tracing began would read as memory the test
-    kept.  Each run is followed by the settle hook, as in the series.
+    """leakcheck.diagnose() over more runs of the test, each followed by
+    the settle hook, as in the series.  Tracing starts one run earlier than
+    the diagnosis compares (diagnose() does that itself, and stops tracing
+    before its runs under memray): pytest replaces some of its own objects
+    every run (a log stream per phase, a stash entry), and a replacement
+    made before tracing began would read as memory the test kept.
 
     The re-runs get a budget of DIAGNOSE_BUDGET times the test's own run
     time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
@@ -458,7 +459,7 @@ def _diagnose(item, runner, leaking, mode, run_time):
     note = None
     diagnosis = None
     try:
-        if not tracemalloc.is_tracing():
+        if mode == "cheap" and not tracemalloc.is_tracing():
             tracemalloc.start(frames)
             started = True
             run_once()

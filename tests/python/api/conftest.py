@@ -28,11 +28,14 @@ LEAKYLIB = os.path.join(os.path.dirname(HERE), "leakylib", "leakylib.c")
 RELEASE_BUILD = not hasattr(sys, "gettotalrefcount")
 
 
-def build_leakylib():
-    """The path of the compiled leakylib for this interpreter."""
+def build_leakylib(debug_info=True):
+    """The path of the compiled leakylib for this interpreter (built with
+    -g unless `debug_info` is false)."""
+    flags = ["-g"] if debug_info else []
     with open(LEAKYLIB, "rb") as f:
         digest = hashlib.sha256(f.read() + sys.version.encode()
-                                + sys.executable.encode()).hexdigest()
+                                + sys.executable.encode()
+                                + repr(flags).encode()).hexdigest()
     tag = sysconfig.get_config_var("SOABI") or sys.implementation.cache_tag
     out_dir = os.path.join(tempfile.gettempdir(),
                            f"leakcheck-tests-{os.getuid()}", tag, digest[:16])
@@ -44,7 +47,7 @@ def build_leakylib():
     cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
     paths = sysconfig.get_paths()
     tmp = f"{out}.{os.getpid()}.tmp"
-    cmd = [*cc, "-shared", "-fPIC", "-O1", "-g", "-Wall", "-pthread",
+    cmd = [*cc, "-shared", "-fPIC", "-O1", *flags, "-Wall", "-pthread",
            f"-I{paths['include']}", f"-I{paths['platinclude']}",
            LEAKYLIB, "-o", tmp]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE,

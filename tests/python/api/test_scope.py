@@ -77,7 +77,7 @@ def test_as_a_decorator(case, leaky, garbage_cleanup):
     with pytest.raises(leakcheck.LeakError) as info:
         leaking(7)
     # The failing call ran again under the diagnosis, with its arguments.
-    assert calls[0] == 7 and len(calls) == 1 + info.value.diagnosis.runs
+    assert calls[0] == 7 and len(calls) >= 1 + info.value.diagnosis.runs
     assert set(calls) == {7}
     assert "scope 'test_as_a_decorator.<locals>.leaking' leaked" in \
         info.value.report

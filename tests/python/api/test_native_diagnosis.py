@@ -1,0 +1,234 @@
+"""The C lines of a leak: diagnose() re-runs the code under memray and
+names the line of leakylib.c that allocated what survived, per run, with
+its object file and the Python line that called into it.
+
+memray is the optional extra leakcheck[native]; ./scripts/test installs
+it, and there these tests must not skip (LEAKCHECK_TESTS_NEED_MEMRAY)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+
+import leakcheck
+from conftest import LEAKYLIB, build_leakylib
+
+try:
+    import memray
+except ImportError:
+    memray = None
+
+if memray is None and os.environ.get("LEAKCHECK_TESTS_NEED_MEMRAY"):
+    raise ImportError("memray is needed here (pip install 'leakcheck[native]')")
+needs_memray = pytest.mark.skipif(memray is None,
+                                  reason="memray is not installed")
+
+
+def c_line(marker):
+    """The line of leakylib.c whose text holds `marker`."""
+    with open(LEAKYLIB) as f:
+        lines = f.read().splitlines()
+    hits = [i for i, text in enumerate(lines, 1) if marker in text]
+    assert len(hits) >= 1, marker
+    return hits
+
+
+PYMEM_LINE = c_line("if ((p = PyMem_Malloc(n)) == NULL)")[0]   # leak_pymem
+MALLOC_LINE = c_line("if ((p = malloc(n)) == NULL)")[0]        # leak_native
+LIST_LINE = c_line("list = PyList_New(n);")[0]                  # new_list
+
+
+def leak_pymem(leaky):
+    leaky.leak_pymem(3000)                          # PYMEM_CALL
+
+
+def leak_native(leaky):
+    leaky.leak_native(5000)                         # NATIVE_CALL
+
+
+def leak_list(leaky):
+    leaky.leak_new_list(3)                          # LIST_CALL
+
+
+PYMEM_CALL = leak_pymem.__code__.co_firstlineno + 1
+NATIVE_CALL = leak_native.__code__.co_firstlineno + 1
+LIST_CALL = leak_list.__code__.co_firstlineno + 1
+
+
+def site_of(diagnosis, function):
+    sites = [s for s in diagnosis.native if s["function"] == function]
+    assert len(sites) == 1, diagnosis.native
+    return sites[0]
+
+
+@needs_memray
+@pytest.mark.parametrize("func, probes, function, line, size, call", [
+    (leak_pymem, ["blocks", "py_bytes"], "leak_pymem", PYMEM_LINE, 3000,
+     PYMEM_CALL),
+    (leak_native, ["native_bytes"], "leak_native", MALLOC_LINE, 5000,
+     NATIVE_CALL),
+], ids=["PyMem_Malloc", "malloc"])
+def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
+                                         line, size, call):
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(func, leaky, probes=probes)
+    diagnosis = info.value.diagnosis
+    site = site_of(diagnosis, function)
+    assert (site["file"], site["line"]) == (LEAKYLIB, line)
+    assert (site["bytes"], site["blocks"]) == (size, 1)      # per run
+    assert site["objects"] == [leaky.__file__]
+    assert site["caller"] == {"file": __file__, "line": call,
+                              "function": func.__name__}
+    # The message says it, and the JSON-ready form carries it.
+    text = str(info.value)
+    assert (f"leakylib.c:{line} {function}() in "
+            f"{os.path.basename(leaky.__file__)}: {size} bytes in 1 block"
+            in text), text
+    assert f"called from {os.path.relpath(__file__)}:{call} " \
+           f"{func.__name__}" in text
+    assert diagnosis.to_dict()["native"][0] == site
+
+
+@needs_memray
+def test_a_forgotten_object_is_named_at_its_c_line(leaky):
+    diagnosis = leakcheck.diagnose(lambda: leak_list(leaky), ["objects"])
+    # The list and its three ints (made on the next lines of new_list).
+    sites = {(s["file"], s["line"]): s for s in diagnosis.native}
+    site = sites[LEAKYLIB, LIST_LINE]
+    assert site["function"] == "new_list" and site["blocks"] >= 1
+    assert site["caller"]["line"] == LIST_CALL
+
+
+@needs_memray
+def test_what_python_code_keeps_has_no_c_line():
+    kept = []
+    diagnosis = leakcheck.diagnose(lambda: kept.append([]), ["objects"])
+    assert diagnosis.objects and diagnosis.native == []
+
+
+@needs_memray
+def test_the_capture_is_kept_where_asked_and_nowhere_else(leaky, tmp_path,
+                                                          monkeypatch):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    diagnosis = leakcheck.diagnose(lambda: leak_pymem(leaky), ["blocks"])
+    assert diagnosis.capture is None and diagnosis.native
+    assert os.listdir(scratch) == []
+
+    kept = tmp_path / "captures"
+    diagnosis = leakcheck.diagnose(lambda: leak_pymem(leaky), ["blocks"],
+                                   capture_dir=kept)
+    assert os.listdir(scratch) == []
+    assert os.path.dirname(diagnosis.capture) == str(kept)
+    assert diagnosis.to_dict()["capture"] == diagnosis.capture
+    with memray.FileReader(diagnosis.capture) as reader:
+        leaked = [r for r in reader.get_leaked_allocation_records()
+                  if r.hybrid_stack_trace()[0][0] == "leak_pymem"]
+    assert leaked and sum(r.n_allocations for r in leaked) >= 2
+
+
+@needs_memray
+def test_another_tracker_running_leaves_the_verdict_and_says_why(leaky,
+                                                                 tmp_path):
+    with memray.Tracker(str(tmp_path / "theirs.bin")):
+        with pytest.raises(leakcheck.LeakError) as info:
+            leakcheck.repeat(leak_pymem, leaky, probes=["blocks"])
+    diagnosis = info.value.diagnosis
+    assert diagnosis.native == [] and diagnosis.allocations
+    notes = [n for n in diagnosis.notes if n.startswith("no C lines")]
+    assert len(notes) == 1 and "memray would not start" in notes[0]
+    assert "\n" not in notes[0]
+
+
+@needs_memray
+def test_without_debug_info_the_function_and_its_object(tmp_path):
+    # Its own name: the module with debug info is loaded under "leakylib".
+    import importlib.util
+    path = build_leakylib(debug_info=False)
+    spec = importlib.util.spec_from_file_location("leakylib", path)
+    bare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bare)
+    diagnosis = leakcheck.diagnose(lambda: bare.leak_pymem(3000), ["blocks"])
+    site = site_of(diagnosis, "leak_pymem")
+    assert (site["file"], site["line"]) == (None, None)
+    assert site["objects"] == [path]
+    text = str(diagnosis)
+    assert f"  leak_pymem() in {os.path.basename(path)}: 3000 bytes" in text
+    note = next(n for n in diagnosis.notes if "-g" in n)
+    assert os.path.basename(path) in note
+
+
+@needs_memray
+def test_threads_allocating_meanwhile_are_no_trouble(leaky):
+    import threading
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            [bytes(100) for _ in range(100)]
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        diagnosis = leakcheck.diagnose(lambda: leak_pymem(leaky), ["blocks"])
+    finally:
+        stop.set()
+        thread.join()
+    assert site_of(diagnosis, "leak_pymem")["line"] == PYMEM_LINE
+
+
+def run_python(code, tmp_path):
+    """Runs `code` in a fresh interpreter with leakylib importable and
+    TMPDIR in tmp_path/tmp; returns its stdout."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir(exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(scratch),
+               PYTHONPATH=os.path.dirname(build_leakylib()))
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=env, timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    return proc.stdout
+
+
+@needs_memray
+def test_code_that_forks_is_diagnosed_once_and_leaves_no_file(tmp_path):
+    out = run_python('''
+        import os, leakcheck, leakylib
+
+        def forks():
+            leakylib.leak_pymem(3000)
+            pid = os.fork()
+            if pid == 0:
+                leakylib.leak_pymem(3000)
+                os._exit(0)
+            os.waitpid(pid, 0)
+
+        d = leakcheck.diagnose(forks, ["blocks"])
+        print("pid", os.getpid(), [s["function"] for s in d.native])
+    ''', tmp_path)
+    assert out.count("pid") == 1 and "['leak_pymem']" in out, out
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+def test_without_memray_the_verdict_stands_and_one_line_says_how(tmp_path):
+    out = run_python('''
+        import sys
+        sys.modules["memray"] = None            # import memray fails
+        import leakcheck, leakylib
+        try:
+            leakcheck.repeat(leakylib.leak_pymem, 3000, probes=["blocks"])
+        except leakcheck.LeakError as e:
+            print(e)
+            print("native:", e.diagnosis.native)
+    ''', tmp_path)
+    assert "leakcheck: series" in out and "blocks" in out
+    assert "native: []" in out
+    note = [line for line in out.splitlines() if "no C lines" in line]
+    assert note == ["note: no C lines: memray is not installed (import "
+                    "memray failed); pip install 'leakcheck[native]' gives "
+                    "the C line of each leak"], out
