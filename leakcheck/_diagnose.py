@@ -46,7 +46,7 @@ class Diagnosis:
 
     def __init__(self, leaking: Iterable[str] = (), runs: int = 0) -> None:
         self.leaking = list(leaking)
-        self.runs = runs            # re-runs compared; 0 when none was
+        self.runs = runs            # re-runs compared; 0: none possible
         # [{"type", "delta"}], biggest first
         self.objects: list[dict[str, Any]] = []
         # [{"file", "line", "size", "count", "source", "traceback"}]

@@ -69,17 +69,18 @@ class TypeCensus(Evidence):
         # the tuples and dicts that hold nothing to track (some just made
         # by the lines above): so must this one, or those would offset the
         # growth (a leaked tuple read as -1).
-        gc.collect()
+        _collect_fully()
         if self.request.keep_objects:
             self.marker = _Marker()
             gc.collect(1)       # the young (just the marker) go last
         self.counts_before = _type_census((), self.names)
 
     def after(self):
-        own = (self.counts_before,)
+        own = [self.counts_before]
         if self.marker is not None:
             self.survivors = _after_marker(self.marker, self.counts_before)
-            own += (self.marker, self.survivors)
+            own += [self.marker, self.survivors]
+        own.append(own)
         self.counts_after = _type_census(own, self.names)
         self.marker = None
 
@@ -89,6 +90,21 @@ class TypeCensus(Evidence):
         if self.survivors is not None:
             diagnosis.survivors = self.survivors
             self.survivors = None
+
+
+def _collect_fully():
+    """Collects until a collection untracks nothing more.  A collection
+    untracks a tuple only when what it holds is untracked already, so
+    nested ones (a tracemalloc snapshot's tracebacks) take one collection
+    per level; the one before the census after the runs would untrack
+    what is left, read as shrinking."""
+    count = None
+    for _ in range(4):
+        gc.collect()
+        now = len(gc.get_objects())
+        if now == count:
+            break
+        count = now
 
 
 class _Marker:
