@@ -60,6 +60,12 @@ def build_leakylib(debug_info=True):
 
 
 @pytest.fixture(scope="session")
+def leakylib_build():
+    """build_leakylib, for tests that need another build of it."""
+    return build_leakylib
+
+
+@pytest.fixture(scope="session")
 def leaky():
     """The leakylib module."""
     if "leakylib" not in sys.modules:

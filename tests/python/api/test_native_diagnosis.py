@@ -14,7 +14,9 @@ import textwrap
 import pytest
 
 import leakcheck
-from conftest import LEAKYLIB, build_leakylib
+
+LEAKYLIB = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "leakylib", "leakylib.c")
 
 try:
     import memray
@@ -145,10 +147,10 @@ def test_another_tracker_running_leaves_the_verdict_and_says_why(leaky,
 
 
 @needs_memray
-def test_without_debug_info_the_function_and_its_object(tmp_path):
+def test_without_debug_info_the_function_and_its_object(leakylib_build):
     # Its own name: the module with debug info is loaded under "leakylib".
     import importlib.util
-    path = build_leakylib(debug_info=False)
+    path = leakylib_build(debug_info=False)
     spec = importlib.util.spec_from_file_location("leakylib", path)
     bare = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bare)
@@ -181,13 +183,13 @@ def test_threads_allocating_meanwhile_are_no_trouble(leaky):
     assert site_of(diagnosis, "leak_pymem")["line"] == PYMEM_LINE
 
 
-def run_python(code, tmp_path):
-    """Runs `code` in a fresh interpreter with leakylib importable and
-    TMPDIR in tmp_path/tmp; returns its stdout."""
+def run_python(code, tmp_path, leakylib_path):
+    """Runs `code` in a fresh interpreter with leakylib importable (from
+    `leakylib_path`) and TMPDIR in tmp_path/tmp; returns its stdout."""
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(scratch),
-               PYTHONPATH=os.path.dirname(build_leakylib()))
+               PYTHONPATH=os.path.dirname(leakylib_path))
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, env=env, timeout=300, cwd=str(tmp_path))
@@ -196,7 +198,8 @@ def run_python(code, tmp_path):
 
 
 @needs_memray
-def test_code_that_forks_is_diagnosed_once_and_leaves_no_file(tmp_path):
+def test_code_that_forks_is_diagnosed_once_and_leaves_no_file(tmp_path,
+                                                              leaky):
     out = run_python('''
         import os, leakcheck, leakylib
 
@@ -210,12 +213,13 @@ def test_code_that_forks_is_diagnosed_once_and_leaves_no_file(tmp_path):
 
         d = leakcheck.diagnose(forks, ["blocks"])
         print("pid", os.getpid(), [s["function"] for s in d.native])
-    ''', tmp_path)
+    ''', tmp_path, leaky.__file__)
     assert out.count("pid") == 1 and "['leak_pymem']" in out, out
     assert os.listdir(tmp_path / "tmp") == []
 
 
-def test_without_memray_the_verdict_stands_and_one_line_says_how(tmp_path):
+def test_without_memray_the_verdict_stands_and_one_line_says_how(tmp_path,
+                                                                 leaky):
     out = run_python('''
         import sys
         sys.modules["memray"] = None            # import memray fails
@@ -225,7 +229,7 @@ def test_without_memray_the_verdict_stands_and_one_line_says_how(tmp_path):
         except leakcheck.LeakError as e:
             print(e)
             print("native:", e.diagnosis.native)
-    ''', tmp_path)
+    ''', tmp_path, leaky.__file__)
     assert "leakcheck: series" in out and "blocks" in out
     assert "native: []" in out
     note = [line for line in out.splitlines() if "no C lines" in line]
