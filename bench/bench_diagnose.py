@@ -5,9 +5,15 @@ a leak of lists from the test extension that tests/python/api builds.  Best
 and worst of --rounds calls each.
 
     python bench/bench_diagnose.py [--objects N] [--rounds N]
+    python bench/bench_diagnose.py --pytest [--rounds N]
 
 Run it with the interpreter that has leakcheck installed; on a debug build
 the second case also asks for refs, whose census is the costly one.
+
+--pytest times the diagnoses the plugin makes in a pytest process over
+the four leaks of examples/ext (with C lines when memray is installed),
+each round in a fresh process: the first diagnosis of a process pays for
+loading what memray needs to name C frames, the later ones do not.
 """
 
 import argparse
@@ -38,7 +44,15 @@ def main(argv=None):
                         help="extra objects on the heap (default 200000)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="diagnose() calls per case (default 3)")
+    parser.add_argument("--pytest", action="store_true",
+                        help="time the plugin's diagnoses in pytest processes")
+    parser.add_argument("--pytest-child", action="store_true",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.pytest_child:
+        return pytest_child()
+    if args.pytest:
+        return bench_pytest(args.rounds)
     leaky = load_leakylib()
     heap = [{"k": [i, str(i)]} for i in range(args.objects // 2)]
     debug = hasattr(sys, "gettotalrefcount")
@@ -64,6 +78,60 @@ def main(argv=None):
         print(f"  {label:<48} best {min(times):6.3f} s, worst "
               f"{max(times):6.3f} s  (top allocation: {where})")
     del heap
+
+
+def pytest_child():
+    """In a pytest process: each diagnosis the plugin makes, timed; prints
+    one line of JSON [[test, seconds, C sites], ...]."""
+    import json
+
+    import pytest
+
+    timings = []
+    diagnose = leakcheck.diagnose
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        diagnosis = diagnose(*args, **kwargs)
+        timings.append([os.environ.get("PYTEST_CURRENT_TEST", "?")
+                        .split(" ")[0].split("::")[-1],
+                        time.perf_counter() - t0, len(diagnosis.native)])
+        return diagnosis
+
+    leakcheck.diagnose = timed
+    pytest.main(["-q", "-p", "no:cacheprovider", "--tb=no", "-k", "leaky",
+                 os.path.join(HERE, "..", "examples", "ext")])
+    print("TIMINGS " + json.dumps(timings))
+
+
+def bench_pytest(rounds):
+    import json
+    import subprocess
+    try:
+        import memray
+        memray_version = memray.__version__
+    except ImportError:
+        memray_version = None
+    print(f"CPython {sys.version.split()[0]}"
+          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
+          f"memray {memray_version or 'not installed'}: the plugin's "
+          f"diagnoses over examples/ext, {rounds} fresh pytest processes")
+    first, later = [], []
+    for _ in range(rounds):
+        proc = subprocess.run([sys.executable, __file__, "--pytest-child"],
+                              stdout=subprocess.PIPE, text=True, check=False)
+        line = next(x for x in proc.stdout.splitlines()
+                    if x.startswith("TIMINGS "))
+        timings = json.loads(line[len("TIMINGS "):])
+        first.append(timings[0][1])
+        later += [t for _, t, _ in timings[1:]]
+        print("  " + ", ".join(f"{name} {t:.2f} s ({sites} C site"
+                               f"{'' if sites == 1 else 's'})"
+                               for name, t, sites in timings))
+    later.sort()
+    print(f"first diagnosis in a process: best {min(first):.2f} s, worst "
+          f"{max(first):.2f} s; later ones: median "
+          f"{later[len(later) // 2]:.2f} s, worst {max(later):.2f} s")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,10 @@ __all__ = ["Diagnosis", "diagnose", "diagnose_after", "describe",
 
 # The kinds of evidence, outermost first: their before() calls run in this
 # order around the shared re-runs, their after() calls in the reverse.
-KINDS = (Fds, Threads, Garbage, PyAllocations, RefCounts, TypeCensus,
+# The type census is outside the reference count census, which holds every
+# object while the code runs: what a run replaces (a harness's log stream)
+# would otherwise outlive its run and be counted as grown.
+KINDS = (Fds, Threads, Garbage, PyAllocations, TypeCensus, RefCounts,
          NativeAllocations)
 
 
@@ -89,22 +92,25 @@ class Diagnosis:
 
     def __str__(self) -> str:
         out = []
-        how = (f"re-running the code {self.runs} time"
-               f"{'' if self.runs == 1 else 's'}" if self.runs
-               else "after the fact")
+        # Growth over re-runs is said per run, as the verdict says it.
+        runs = self.runs
+        how = (f"per run, re-running the code {runs} time"
+               f"{'' if runs == 1 else 's'}" if runs else "after the fact")
         if self.objects:
             out.append(f"objects that grew ({how}), most first:")
             width = max(len(entry["type"]) for entry in self.objects)
-            out += [f"  {entry['type']:<{width}}  {entry['delta']:+d}"
+            out += [f"  {entry['type']:<{width}}  "
+                    f"{_per_run(entry['delta'], runs)}"
                     for entry in self.objects]
         if self.allocations:
             out.append(f"where the surviving new memory was allocated "
                        f"({how}, tracemalloc), most first:")
             for entry in self.allocations:
+                count = _per_run(entry["count"], runs)
                 out.append(f"  {entry['file']}:{entry['line']}: "
-                           f"{entry['size']:+d} bytes in "
-                           f"{entry['count']:+d} block"
-                           f"{'' if abs(entry['count']) == 1 else 's'}")
+                           f"{_per_run(entry['size'], runs)} bytes in "
+                           f"{count} block"
+                           f"{'' if count in ('+1', '-1') else 's'}")
                 if entry["source"]:
                     out.append(f"      {entry['source']}")
                 for frame in entry["traceback"][1:4]:
@@ -117,7 +123,7 @@ class Diagnosis:
                 out += _native_site(site)
         if self.refcounts:
             out.append(f"objects whose reference count grew ({how}):")
-            out += [f"  {entry['delta']:+d}  {entry['object']}"
+            out += [f"  {_per_run(entry['delta'], runs)}  {entry['object']}"
                     for entry in self.refcounts]
         if self.garbage:
             out.append("uncollectable objects in gc.garbage, by type:")
@@ -160,7 +166,15 @@ class Diagnosis:
         return "\n".join(out)
 
 
-def _native_site(site):
+def _per_run(total: int, runs: int) -> str:
+    """`total` growth over `runs` re-runs as growth per run (`total` as it
+    is when no re-run was made)."""
+    if not runs or total % runs == 0:
+        return f"{total // (runs or 1):+d}"
+    return f"{total / runs:+.1f}"
+
+
+def _native_site(site: dict[str, Any]) -> list[str]:
     # Several objects when several define the function (without -g).
     objects = " or ".join(map(os.path.basename, site["objects"]))
     if site["line"]:
@@ -178,7 +192,7 @@ def _native_site(site):
     return lines
 
 
-def _shown(path):
+def _shown(path: str) -> str:
     """`path` relative to the working folder when it lies below it."""
     try:
         relative = os.path.relpath(path)
@@ -277,7 +291,8 @@ def _run(run_once, runs):
 
 
 def _refs_note(diagnosis, leaking):
-    if "refs" in leaking and not (diagnosis.refcounts or diagnosis.objects):
+    if "refs" in leaking and not (diagnosis.refcounts or diagnosis.objects
+                                  or diagnosis.allocations):
         diagnosis.notes.append(
             "refs grew with no object gaining references the collector can "
             "see: a reference count leak on an object only C code holds")

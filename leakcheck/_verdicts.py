@@ -17,6 +17,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
 
 from . import _core
 from ._diagnose import Diagnosis, diagnose, diagnose_after
+from ._evidence import is_own
 from ._errors import LeakError
 from ._probes import (ProbeInfo, ProbeNames, Tolerance, check_count,
                       index_of, names_of, readable_mask, scope_tolerances,
@@ -136,6 +137,15 @@ def _caller(depth):
     frame object it materializes (3.11+) lives as long as that frame runs,
     so asking again later allocates nothing."""
     frame = sys._getframe(depth + 1)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _outside_caller() -> Tuple[str, int]:
+    """(file, line) of the innermost caller outside leakcheck and its
+    pytest plugin: the test's line that called the fixture's check()."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and is_own(frame.f_code.co_filename):
+        frame = frame.f_back
     return frame.f_code.co_filename, frame.f_lineno
 
 
@@ -541,7 +551,7 @@ def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
     series = Series(warmup=warmup, repeat=repeat, probes=probes,
                     tolerance=tolerance,
                     name=getattr(func, "__qualname__", None) or repr(func))
-    series._core.set_location(*_caller(1))
+    series._core.set_location(*_outside_caller())
     while series.next():
         func(*args, **kwargs)
     if series.leaked:

@@ -12,10 +12,15 @@ kind is one class more and nothing else changes.
 
 import os
 
-__all__ = ["Evidence", "Request", "call", "CALL_SITE", "PACKAGE_DIR", "TOP"]
+__all__ = ["Evidence", "Request", "call", "CALL_SITE", "PACKAGE_DIR", "TOP",
+           "is_own"]
 
-# leakcheck's own folder: its frames are the harness's, never the leak.
+# leakcheck's own folder, and its pytest plugin's, installed beside it:
+# their frames are the harness's, never the leak's (the plugin's fixture
+# calls repeat() for the test).
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN = (os.path.join(PACKAGE_DIR, ""),
+        os.path.join(os.path.dirname(PACKAGE_DIR), "pytest_leakcheck", ""))
 TOP = 10                  # entries shown per section
 
 
@@ -89,6 +94,11 @@ class Evidence:
 
     def fill(self, diagnosis):
         pass
+
+
+def is_own(filename):
+    """True for a file of leakcheck or of its pytest plugin."""
+    return filename.startswith(_OWN)
 
 
 def call(run_once):

@@ -19,7 +19,7 @@ import os
 import site
 import sysconfig
 
-from . import CALL_SITE, PACKAGE_DIR
+from . import CALL_SITE, is_own
 
 __all__ = ["charged_frame", "outside_frames", "owned_elsewhere",
            "ignored", "folders", "is_stdlib"]
@@ -34,21 +34,24 @@ def charged_frame(frames):
     allocations."""
     last = len(frames) - 1
     frame = frames[last]
-    if not frame[0].startswith(PACKAGE_DIR):
+    if not is_own(frame[0]):
         return last
     if frame != CALL_SITE:
         return None
     for i in range(last, -1, -1):
-        if not frames[i][0].startswith(PACKAGE_DIR):
+        if not is_own(frames[i][0]):
             return i
     return None
 
 
-def outside_frames(frames, start):
-    """The frames from `start` outwards, leakcheck's left out, as dicts."""
+def outside_frames(frames, start, ignore=((), ())):
+    """The frames from `start` outwards, as dicts: leakcheck's and a
+    harness's (`ignore`, from ignored()) left out."""
+    dirs, files = ignore
     return [{"file": filename, "line": lineno}
             for filename, lineno in reversed(frames[:start + 1])
-            if not filename.startswith(PACKAGE_DIR)]
+            if not (is_own(filename) or filename.startswith(dirs)
+                    or filename in files)]
 
 
 def folders(paths):
@@ -117,6 +120,5 @@ def owned_elsewhere(frames, charged, ignore):
             continue
         if filename.startswith(dirs) or filename in files:
             return True
-        return (filename.startswith(PACKAGE_DIR)
-                and (filename, lineno) != CALL_SITE)
+        return is_own(filename) and (filename, lineno) != CALL_SITE
     return False        # all standard library, as far as the frames go

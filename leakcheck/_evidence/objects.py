@@ -76,6 +76,9 @@ class TypeCensus(Evidence):
         self.counts_before = _type_census((), self.names)
 
     def after(self):
+        # What the kinds inside this one let go of (the reference count
+        # census) and that only a collection frees.
+        gc.collect()
         own = [self.counts_before]
         if self.marker is not None:
             self.survivors = _after_marker(self.marker, self.counts_before)
@@ -188,17 +191,22 @@ class RefCounts(Evidence):
     def __init__(self, request):
         super().__init__(request)
         self.census = None
-        self.grown = None
+        # What after() finds goes into this list, made before any census,
+        # as tuples of strings and ints, which the collection before the
+        # type census after the runs untracks: that census, around this
+        # one, does not count them.
+        self.grown = []
 
     def before(self):
         self.census = _refcount_census()
 
     def after(self):
-        self.grown = _refcount_growth(self.census, self.request.runs)
+        self.grown[:] = _refcount_growth(self.census, self.request.runs)
         self.census = None
 
     def fill(self, diagnosis):
-        diagnosis.refcounts = self.grown
+        diagnosis.refcounts = [{"object": text, "type": name, "delta": delta}
+                               for text, name, delta in self.grown]
 
 
 def _refcount_census():
@@ -236,7 +244,8 @@ def _refcounts(objects):
 
 
 def _refcount_growth(census, runs):
-    """The objects whose count grew by at least one per run."""
+    """(description, type name, growth) of the objects whose count grew by
+    at least one per run."""
     objects, before = census
     after = _refcounts(objects)
     deltas = list(map(operator.sub, after, before))
@@ -255,8 +264,8 @@ def _refcount_growth(census, runs):
         grown.append((-delta, len(grown), obj))
     del hits, deltas, seen
     grown.sort(key=lambda item: item[:2])
-    return [{"object": describe(obj), "type": type_name(type(obj)),
-             "delta": -negative} for negative, _, obj in grown[:TOP]]
+    return [(describe(obj), type_name(type(obj)), -negative)
+            for negative, _, obj in grown[:TOP]]
 
 
 # ---- garbage ------------------------------------------------------------------

@@ -115,7 +115,7 @@ def _allocations(before, after, ignore_paths=()):
         entry[0] += size_diff
         entry[1] += count - count_before
         if entry[2] is None or size_diff > entry[3]:
-            entry[2], entry[3] = outside_frames(frames, i), size_diff
+            entry[2], entry[3] = outside_frames(frames, i, ignore), size_diff
     return _ranked(by_line)
 
 

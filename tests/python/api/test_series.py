@@ -97,7 +97,8 @@ def test_the_report_appends_a_diagnosis(leaky):
                                    series.leaking)
     report = series.report(diagnosis)
     assert report.startswith("leakcheck: series 'lists' leaked")
-    assert "objects that grew (re-running the code 2 times)" in report
+    assert "objects that grew (per run, re-running the code 2 times)" \
+        in report
     assert repr(series) == "<leakcheck.Series 'lists' leaked: objects, 2 runs>"
 
 
