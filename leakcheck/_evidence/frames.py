@@ -17,6 +17,7 @@ Frames are (file, line) pairs, oldest first.
 import itertools
 import os
 import site
+import sys
 import sysconfig
 
 from . import CALL_SITE, is_own
@@ -48,10 +49,26 @@ def outside_frames(frames, start, ignore=((), ())):
     """The frames from `start` outwards, as dicts: leakcheck's and a
     harness's (`ignore`, from ignored()) left out."""
     dirs, files = ignore
+    dirs += _runner_dirs()
     return [{"file": filename, "line": lineno}
             for filename, lineno in reversed(frames[:start + 1])
             if not (is_own(filename) or filename.startswith(dirs)
                     or filename in files)]
+
+
+# Test runners whose frames are never the leak's, when they are loaded
+# (the fixture's check() calls into leakcheck from inside pytest's).
+_RUNNERS = ("_pytest", "pluggy")
+
+
+def _runner_dirs():
+    out = []
+    for name in _RUNNERS:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            out.append(os.path.dirname(path))
+    return folders(out)
 
 
 def folders(paths):

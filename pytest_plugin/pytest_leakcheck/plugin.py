@@ -329,6 +329,7 @@ class LeakcheckFixture:
         """leakcheck.repeat(func, *args, **kwargs) with this test's
         settings: raises leakcheck.LeakError, with the report and a
         diagnosis, when func leaks; returns the finished Series."""
+        __tracebackhide__ = True
         return leakcheck.repeat(
             func, *args, warmup=self.settings.warmup,
             repeat=self.settings.repeat, probes=list(self.settings.probes),

@@ -8,17 +8,22 @@ _KEPT = []
 
 
 def keep():
-    _KEPT.append([])                # one list per run
+    _KEPT.append([])                # KEEP_LINE
 
 
 def test_leaks():
-    keep()
+    keep()                          # CALL_LINE
 '''
+
+
+def line_of(path, marker):
+    return next(i for i, text in enumerate(path.read_text().splitlines(), 1)
+                if marker in text)
 
 
 def test_growth_per_run_and_no_harness_frames(pytester, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    pytester.makepyfile(test_per_run=LIST_PER_RUN)
+    path = pytester.makepyfile(test_per_run=LIST_PER_RUN)
     result = pytester.runpytest_subprocess("--leaks", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
@@ -27,9 +32,9 @@ def test_growth_per_run_and_no_harness_frames(pytester, monkeypatch):
         "first:",
         "  list  +1",
     ])
-    path = pytester.path / "test_per_run.py"
-    assert f"  {path}:7: +" in out                 # keep()'s line ...
-    assert f"    called from {path}:11" in out      # ... called by the test
+    # keep()'s line, called from the test's, and nothing further out.
+    assert f"  {path}:{line_of(path, 'KEEP_LINE')}: +" in out
+    assert f"    called from {path}:{line_of(path, 'CALL_LINE')}" in out
     called_from = [line for line in out.splitlines()
                    if line.startswith("    called from ")]
     assert called_from and not any(
@@ -49,14 +54,14 @@ def test_check(leakcheck):
 def test_the_fixture_reports_at_the_test_s_line(pytester, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     path = pytester.makepyfile(test_fixture=FIXTURE)
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1)
-                if "CHECK_LINE" in text)
+    line = line_of(path, "CHECK_LINE")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert f"leaked (at {path}:{line})" in out
     assert f"  {path}:{line}: +" in out       # where it was allocated
-    assert "plugin.py" not in out
+    report = out[out.index("leakcheck: series"):]
+    assert "plugin.py" not in report and "_pytest" not in report
 
 
 UNTRACKED = '''
