@@ -60,7 +60,8 @@ class Evidence:
                           the runs so far raised nothing; returns what
                           run(n) returned
         fill(diagnosis)   once all of the above is done, for each kind
-                          whose after() ran
+                          whose after() ran, in diagnose()'s order (a
+                          kind may read what earlier kinds filled)
 
     The shared runs are nested in every before()/after() pair, so that
     what one kind keeps is there when the others count, before and after

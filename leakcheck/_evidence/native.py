@@ -108,7 +108,8 @@ class NativeAllocations(Evidence):
             diagnosis.notes.append(NOTE_NO_DEBUG_INFO.format(
                 objects=", ".join(bare),
                 verb="has" if len(bare) == 1 else "have"))
-        if not self.sites and "native_bytes" in self.request.leaking:
+        if (not self.sites and "native_bytes" in self.request.leaking
+                and not diagnosis.allocations):
             diagnosis.notes.append(NOTE_NONE_FOUND)
 
 

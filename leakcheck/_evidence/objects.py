@@ -279,8 +279,12 @@ class Garbage(Evidence):
     def before(self):
         self.count_before = len(gc.garbage)
 
+    def after(self):
+        # Now, not in fill(): other kinds' runs of their own come between.
+        self.garbage = garbage_by_type(self.count_before)
+
     def fill(self, diagnosis):
-        diagnosis.garbage = garbage_by_type(self.count_before)
+        diagnosis.garbage = self.garbage
 
 
 def garbage_by_type(before):

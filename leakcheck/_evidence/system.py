@@ -23,8 +23,12 @@ class Fds(Evidence):
     def before(self):
         self.fds_before = open_fds()
 
+    def after(self):
+        # Now, not in fill(): other kinds' runs of their own come between.
+        self.fds = describe_fds(sorted(open_fds() - self.fds_before))
+
     def fill(self, diagnosis):
-        diagnosis.fds = describe_fds(sorted(open_fds() - self.fds_before))
+        diagnosis.fds = self.fds
 
 
 class Threads(Evidence):
@@ -36,8 +40,11 @@ class Threads(Evidence):
     def before(self):
         self.tasks_before = tasks()
 
+    def after(self):
+        self.threads = _new_threads(self.tasks_before)
+
     def fill(self, diagnosis):
-        diagnosis.threads = _new_threads(self.tasks_before)
+        diagnosis.threads = self.threads
 
 
 def open_fds():
