@@ -236,3 +236,19 @@ def test_without_memray_the_verdict_stands_and_one_line_says_how(tmp_path,
     assert note == ["note: no C lines: memray is not installed (import "
                     "memray failed); pip install 'leakcheck[native]' gives "
                     "the C line of each leak"], out
+
+
+@needs_memray
+def test_fds_and_garbage_count_the_compared_runs_only(leaky,
+                                                      garbage_cleanup):
+    """memray's runs come after the compared ones: what they leave (new
+    descriptors, gc.garbage) is not counted."""
+    def both():
+        leaky.leak_fd(os.devnull)
+        leaky.make_uncollectable()
+        leaky.leak_pymem(3000)
+
+    diagnosis = leakcheck.diagnose(both, ["fds", "garbage", "blocks"])
+    assert diagnosis.native                       # memray ran
+    assert len(diagnosis.fds) == 2                # one per compared run
+    assert diagnosis.garbage[0]["new"] == 4       # 2 objects x 2 runs
