@@ -87,6 +87,7 @@ def test_wheel_metadata(dists):
     assert meta["Requires-Python"] == ">=3.9"
     assert meta["Summary"].startswith("Makes leaks a test failure")
     assert meta["Description-Content-Type"] == "text/markdown"
+    assert "native" in meta.get_all("Provides-Extra")   # leakcheck[native]
     assert "./scripts/test" in meta.get_payload()      # the README
     classifiers = meta.get_all("Classifier")
     for want in ("Framework :: Pytest", "Programming Language :: C",
