@@ -783,8 +783,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     recs = [state.records[k] for k in sorted(state.records)]
     leaks = [r for r in recs if r["verdict"] == "leak"]
-    ours = [r for r in recs if r["verdict"] == "error"
-            and (r.get("reason") or "").startswith("leakcheck:")]
+    ours = [r for r in recs if r["verdict"] == "crashed"
+            or (r["verdict"] == "error"
+                and (r.get("reason") or "").startswith("leakcheck:"))]
     if leaks or ours:
         tr.write_sep("=", "leakcheck", red=bool(leaks or ours), bold=True)
         for r in leaks:
@@ -794,7 +795,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             word = "KNOWN LEAK" if r["known"] else "LEAKED"
             tr.write_line(f"{word} {r['id']} - {details}")
         for r in ours:
-            tr.write_line(f"ERROR {r['id']} - {r['reason']}")
+            word = "CRASHED" if r["verdict"] == "crashed" else "ERROR"
+            tr.write_line(f"{word} {r['id']} - {r['reason']}")
     counts = {v: 0 for v in reportmod.VERDICTS}
     for r in recs:
         counts[r["verdict"]] += 1

@@ -202,11 +202,13 @@ def test_after():
 def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_crash=CRASH)
-    pytester.runpytest_subprocess("-n", "2", "--leaks",
-                                  "--leaks-report=r.json")
+    result = pytester.runpytest_subprocess("-n", "2", "--leaks",
+                                           "--leaks-report=r.json")
     report, recs = read_report()
     assert report["partial"] is True
     assert "a pytest-xdist worker crashed" in report["partial_reasons"]
+    result.stdout.fnmatch_lines([
+        f"CRASHED test_crash.py::test_crashes - {plugin.MSG_CRASHED}"])
     crashed = recs["test_crash.py::test_crashes"]
     assert crashed["verdict"] == "crashed" and crashed["outcome"] == "crashed"
     assert crashed["reason"] == plugin.MSG_CRASHED
