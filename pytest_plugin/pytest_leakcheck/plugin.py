@@ -163,6 +163,8 @@ class State:
             self.report.mark_partial(reason)
 
     def wants(self, item):
+        if self.settings.hunt_none:
+            return False
         return (self.settings.hunt_all
                 or item.get_closest_marker(settingsmod.MARKER) is not None)
 
@@ -274,8 +276,9 @@ def _version():
 def _settings_dict(s):
     d = s.defaults.to_dict()
     d.pop("tolerance")
-    return {"hunt": "all" if s.hunt_all else "marked", **d,
-            "baseline": s.baseline_path, "diagnose": s.diagnose}
+    hunt = "none" if s.hunt_none else "all" if s.hunt_all else "marked"
+    return {"hunt": hunt, **d, "baseline": s.baseline_path,
+            "diagnose": s.diagnose}
 
 
 def _probes_dict():

@@ -9,6 +9,9 @@ tests format them instead of copying them.
 
 import dataclasses
 import os
+import typing
+
+import pytest
 
 import leakcheck
 
@@ -47,6 +50,8 @@ def opt_out_reason(item):
 
 HELP_LEAKS = ("hunt for leaks in every test: run each test again and fail it "
               "when a probe grows in every measured run")
+HELP_NO_LEAKS = ("hunt in no test this run, not even in those marked noleak "
+                 "(overrides --leaks and the ini option leaks)")
 HELP_REPEAT = (f"measured runs per test at most (default {DEFAULT_REPEAT}); "
                "a test that stops growing stops early")
 HELP_WARMUP = ("unmeasured runs before measuring, counting the test's own "
@@ -67,24 +72,58 @@ HELP_DIAGNOSE = ("how a leaking test is diagnosed: 'full' (default) re-runs "
                  f"{DIAGNOSE_FLOOR:g} s); 'cheap' re-runs it once, one frame "
                  "deep, within the same budget; 'off' does not re-run it")
 
-# (option, ini key, help, metavar or None for a flag)
+# (option, ini key, help, metavar or None for a flag, the value's kind)
 OPTIONS = (
-    ("--leaks", "leaks", HELP_LEAKS, None),
-    ("--leaks-repeat", "leaks_repeat", HELP_REPEAT, "N"),
-    ("--leaks-warmup", "leaks_warmup", HELP_WARMUP, "N"),
-    ("--leaks-probes", "leaks_probes", HELP_PROBES, "NAMES"),
-    ("--leaks-report", "leaks_report", HELP_REPORT, "PATH"),
-    ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH"),
-    ("--leaks-diagnose", "leaks_diagnose", HELP_DIAGNOSE, "MODE"),
+    ("--leaks", "leaks", HELP_LEAKS, None, "bool"),
+    ("--leaks-repeat", "leaks_repeat", HELP_REPEAT, "N", "int"),
+    ("--leaks-warmup", "leaks_warmup", HELP_WARMUP, "N", "int"),
+    ("--leaks-probes", "leaks_probes", HELP_PROBES, "NAMES", "names"),
+    ("--leaks-report", "leaks_report", HELP_REPORT, "PATH", "string"),
+    ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH", "string"),
+    ("--leaks-diagnose", "leaks_diagnose", HELP_DIAGNOSE, "MODE", "string"),
 )
+NO_LEAKS = "--no-leaks"
+
+
+def installed_pytest():
+    """(major, minor) of the pytest that runs."""
+    version = getattr(pytest, "version_tuple", None)
+    if version is None:
+        version = tuple(int(p) for p in pytest.__version__.split(".")[:2]
+                        if p.isdigit())
+    return tuple(version[:2])
+
+
+def ini_types(version=None):
+    """{kind: the addini type} for this pytest.  Every kind must take the
+    native values of pytest 9's [tool.pytest] table (true, 6, ["fds"]) as
+    well as the strings of an ini file and of -o.  A value of the wrong
+    type should still reach our checks, whose messages name where it came
+    from: from pytest 9.2 a union with str lets it through; pytest 9.0 and
+    9.1 have the int type but no unions (their own message, then, which
+    from_config prefixes with where); before 9.0 there is no native TOML,
+    every value is a string, and a string type keeps our messages."""
+    version = version or installed_pytest()
+    names = "args"              # a list in TOML; shell-split in an ini file
+    if version >= (9, 2):
+        return {"bool": typing.Union[bool, str], "int": typing.Union[int, str],
+                "names": names, "string": "string"}
+    if version >= (9, 0):
+        return {"bool": "bool", "int": "int", "names": names,
+                "string": "string"}
+    return {"bool": "bool", "int": "string", "names": names,
+            "string": "string"}
+
 
 # Messages.  A bad value is "leakcheck: <where>: <problem>".
 MSG_BAD_VALUE = "leakcheck: {where}: {problem}"
 WHERE_CLI = "command line option {option}"
 WHERE_INI = "ini option {key} in {inifile}"
+WHERE_OVERRIDE = "command line option -o {key}"
 WHERE_MARKER = "@pytest.mark.noleak on {nodeid}"
 PROBLEM_INT = "{name} must be an integer >= {minimum}, not {value!r}"
 PROBLEM_INT_MAX = "{name} must be an integer <= {maximum}, not {value!r}"
+PROBLEM_BOOL = "must be true or false, not {value!r}"
 PROBLEM_PROBE = "unknown probe {value!r}; valid probes: {valid}"
 PROBLEM_PROBES_TYPE = ("probes must be probe names (a list or a "
                        "comma-separated string), not {value!r}")
@@ -161,11 +200,13 @@ def parse_int(value, name, minimum, where, text=True, maximum=MAX_RUNS):
 def parse_probes(value, where):
     """A tuple of probe names from a comma-separated string, 'all', or an
     iterable of names; BadValue naming `where` otherwise."""
-    if isinstance(value, str):
-        names = [n.strip() for n in value.split(",") if n.strip()]
-    elif isinstance(value, (list, tuple, set, frozenset)) and all(
+    if isinstance(value, (list, tuple, set, frozenset)) and all(
             isinstance(n, str) for n in value):
-        names = [n.strip() for n in value]
+        # An ini file's "blocks, objects" arrives shell-split.
+        value = ",".join(value)
+    if isinstance(value, str):
+        names = [n.strip() for n in value.replace(" ", ",").split(",")
+                 if n.strip()]
     else:
         raise BadValue(where, PROBLEM_PROBES_TYPE.format(value=value))
     if names == ["all"]:
@@ -219,11 +260,29 @@ class SessionSettings:
     wheres: dict             # setting -> where its value came from, for
                              # messages (only for those set)
     diagnose: str = "full"   # one of DIAGNOSE_MODES
+    hunt_none: bool = False  # --no-leaks: not even marked tests
 
 
 def ini_where(config, key):
+    """Where an ini value came from: -o on the command line, or the file."""
+    for item in config.getoption("override_ini", None) or ():
+        if item.split("=", 1)[0].strip() == key:
+            return WHERE_OVERRIDE.format(key=key)
     inifile = config.inipath if config.inipath else "the ini file"
     return WHERE_INI.format(key=key, inifile=inifile)
+
+
+def _getini(config, key):
+    """config.getini(key); BadValue naming where on a value pytest itself
+    rejects (the wrong type in a TOML table)."""
+    try:
+        return config.getini(key)
+    except (pytest.UsageError, ValueError, TypeError) as e:
+        problem = str(e)
+        prefix = f"{config.inipath}: "
+        if config.inipath and problem.startswith(prefix):
+            problem = problem[len(prefix):]
+        raise BadValue(ini_where(config, key), problem) from None
 
 
 def _raw(config, option, key):
@@ -233,19 +292,30 @@ def _raw(config, option, key):
     value = config.getoption(dest, None)
     if value is not None:
         return value, WHERE_CLI.format(option=option), "command line"
-    value = config.getini(key)
+    value = _getini(config, key)
     if value not in (None, "", []):
         return value, ini_where(config, key), "ini"
     return None, None, "default"
 
 
+def parse_bool(value, where):
+    """A bool from the ini file: a TOML bool, or pytest's words for one."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("y", "yes", "t", "true", "on", "1"):
+        return True
+    if word in ("n", "no", "f", "false", "off", "0"):
+        return False
+    raise BadValue(where, PROBLEM_BOOL.format(value=value))
+
+
 def from_config(config):
     """SessionSettings of `config`; BadValue on a bad value."""
     sources = {}
-    hunt_all = bool(config.getoption("leaks", False))
-    sources["leaks"] = "command line" if hunt_all else "default"
-    if not hunt_all and config.getini("leaks"):
-        hunt_all, sources["leaks"] = True, "ini"
+    value, where, sources["leaks"] = _raw(config, "--leaks", "leaks")
+    hunt = False if value is None else parse_bool(value, where)
+    hunt_none = sources["leaks"] == "command line" and not hunt
 
     wheres = {}
     value, where, sources["repeat"] = _raw(config, "--leaks-repeat",
@@ -278,14 +348,15 @@ def from_config(config):
         raise BadValue(where, PROBLEM_DIAGNOSE.format(
             valid=", ".join(DIAGNOSE_MODES), value=diagnose))
     return SessionSettings(
-        hunt_all=hunt_all,
+        hunt_all=hunt,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
                           tolerance=None),
         report_path=_path(config, report, sources["report"],
                           wheres["report"]),
         baseline_path=_path(config, baseline, sources["baseline"],
                             wheres["baseline"]),
-        sources=sources, wheres=wheres, diagnose=diagnose)
+        sources=sources, wheres=wheres, diagnose=diagnose,
+        hunt_none=hunt_none)
 
 
 def _path(config, value, source, where):
@@ -331,15 +402,19 @@ def for_item(item, defaults):
 
 def add_options(parser):
     """Registers the options and their ini equivalents, one help text
-    each."""
+    each, every ini key with the type of its value (see ini_types)."""
     group = parser.getgroup("leakcheck", "leak hunting (leakcheck)")
-    for option, key, help_text, metavar in OPTIONS:
+    types = ini_types()
+    for option, key, help_text, metavar, kind in OPTIONS:
         dest = option.lstrip("-").replace("-", "_")
         if metavar is None:
+            # None unless given, so that the ini file decides then.
             group.addoption(option, action="store_true", dest=dest,
-                            default=False, help=help_text)
-            parser.addini(key, help_text, type="bool", default=False)
+                            default=None, help=help_text)
         else:
             group.addoption(option, action="store", dest=dest, default=None,
                             metavar=metavar, help=help_text)
-            parser.addini(key, help_text, type="string", default="")
+        # None: unset (a union type has no default of its own).
+        parser.addini(key, help_text, type=types[kind], default=None)
+    group.addoption(NO_LEAKS, action="store_false", dest="leaks",
+                    default=None, help=HELP_NO_LEAKS)
