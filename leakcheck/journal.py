@@ -59,7 +59,7 @@ def crashed_record(test_id, reason, file=None, line=None, worker=None):
             "warmup": None, "repeat": None, "runs": 0, "probes": [],
             "leaking": [], "deltas": {}, "thresholds": {},
             "diagnosis": None, "worker": worker, "unread": {},
-            "threads": []}
+            "threads": [], "test_runs": 0, "hunt_seconds": 0.0}
 
 
 def document(meta, records, running=(), reasons=(), created=None,

@@ -34,6 +34,7 @@ import pytest
 import leakcheck
 
 from . import hooks
+from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
 from .runner import ItemRunner, outcome_of
@@ -43,9 +44,28 @@ from .settings import BadValue
 MSG_HEADER = ("leakcheck: hunting in {scope}; warmup {warmup}, repeat "
               "{repeat}; probes {probes}")
 MSG_UNAVAILABLE = "leakcheck: not available here: {probes}"
-MSG_LEAK = "leakcheck: leaked: {details}"
+# A leak in one line (the short test summary's): the most telling probe
+# and its growth per measured run, then the other probes that grew.
+MSG_LEAK = "{probe} {growth} per run{also}"
+MSG_LEAK_ALSO = "; also {probes}"
 MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
                     "again ({when}); a checked test must pass every run")
+MSG_RERUN_TIMEOUT = ("leakcheck: run {run} of the test took longer than "
+                     "its time limit ({limit}s, pytest-timeout), which "
+                     "applies to each run on its own")
+MSG_LIMIT_SHARED = ("leakcheck: pytest-timeout's limit ran out during "
+                    "run {run} of the test; it could not be applied to each "
+                    "run here, so it covered all of them: the test is not "
+                    "to blame (raise the limit, or mark the test leaky)")
+MSG_VERBOSE_RUNS = "{word} ({runs} runs)"
+MSG_VERBOSE_RUNS_TIME = "{word} ({runs} runs, +{seconds:.2f}s)"
+MSG_HUNT_TIME = ("leakcheck: hunting added {seconds:.2f}s over {tests} "
+                 "test{s} ({runs} runs beyond the reported ones); slowest:")
+MSG_HUNT_LINE = "{seconds:.2f}s {runs:>3} runs  {id}"
+JUNIT_RUNS = "leakcheck_runs"           # JUnit properties of a hunted test
+JUNIT_SECONDS = "leakcheck_seconds"
+SLOWEST_HUNTS = 3       # lines of the summary's slowest hunts (--durations
+                        # sets another count)
 MSG_ENGINE_ERROR = "leakcheck: could not measure the test: {error}"
 MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
                "clean, {error} error, {skipped} skipped{known}")
@@ -70,6 +90,12 @@ MSG_DIAGNOSIS_BUDGET = (
     "the test's run time of {run_time:.2f} s); what it found so far is "
     "above. --leaks-diagnose=cheap traces less, =off not at all")
 SECTION_KNOWN = "leakcheck: known leak"
+
+# The probes a person reads first: a descriptor, a thread, an
+# uncollectable cycle or a counted object names what to look for; amounts
+# of memory follow.
+TELLING = ("fds", "threads", "garbage", "valgrind", "objects",
+           "native_bytes", "py_allocs", "blocks", "py_bytes", "refs")
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares
 DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
@@ -412,6 +438,13 @@ def pytest_runtest_makereport(item, call):
             reason=f"not checked: {reason}")
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout arms the test's timer: its settings are kept, so that
+    each run of a hunt gets the same limit (see perrun)."""
+    perrun.remember_timeout(item, settings)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     message = item.stash.get(BAD_SETTINGS, None)
@@ -429,7 +462,7 @@ class _OutOfBudget(Exception):
     """Raised by a diagnosis re-run that the budget has no time left for."""
 
 
-def _diagnose(item, runner, leaking, mode, run_time):
+def _diagnose(item, runner, test_runs, leaking, mode, run_time):
     """leakcheck.diagnose() over more runs of the test, each followed by
     the settle hook, as in the series.  Tracing starts one run earlier than
     the diagnosis compares (diagnose() does that itself, and stops tracing
@@ -441,7 +474,8 @@ def _diagnose(item, runner, leaking, mode, run_time):
     time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
     that would start past it (tracing makes a run ~10 times slower) is not
     made, and the diagnosis says so.  `mode` "cheap" traces one frame deep
-    and compares one run; "off" re-runs nothing."""
+    and compares one run; "off" re-runs nothing.  `test_runs` (a
+    perrun.Runs) counts the re-runs and gives each its time limit."""
     if mode == "off":
         return None, MSG_DIAGNOSIS_OFF
     budget = max(settingsmod.DIAGNOSE_FLOOR,
@@ -453,7 +487,8 @@ def _diagnose(item, runner, leaking, mode, run_time):
         began = time.perf_counter()
         if began - start + slowest[0] > budget:
             raise _OutOfBudget()
-        runner.run_again()
+        with test_runs.run(traced=True):
+            runner.run_again()
         item.ihook.pytest_leakcheck_settle(item=item)
         slowest[0] = max(slowest[0], time.perf_counter() - began)
 
@@ -498,7 +533,8 @@ def _record(item, state, settings, verdict, outcome, series=None,
            "warmup": settings.warmup, "repeat": settings.repeat,
            "runs": 0, "probes": list(settings.probes), "leaking": [],
            "deltas": {}, "thresholds": {}, "diagnosis": None,
-           "worker": state.worker_id, "unread": {}, "threads": []}
+           "worker": state.worker_id, "unread": {}, "threads": [],
+           "test_runs": 0, "hunt_seconds": 0.0}
     if series is not None:
         rec.update(runs=series.runs, probes=list(series.probes),
                    leaking=list(series.leaking),
@@ -539,11 +575,38 @@ class _Crash:
         return f"{self.path}:{self.lineno}: {self.message}"
 
 
-def _leak_message(series):
-    deltas = series.deltas
-    parts = [f"{p} " + " ".join(f"{d:+d}" for d in deltas.get(p, ()))
-             for p in series.leaking]
-    return MSG_LEAK.format(details="; ".join(parts))
+_UNITS = {}
+
+
+def leak_line(leaking, deltas):
+    """MSG_LEAK of a leak: `leaking` the probes that leaked, `deltas`
+    {probe: [growth per measured run]}."""
+    if not _UNITS:
+        _UNITS.update((p.name, p.unit) for p in leakcheck.probes())
+    rank = {name: i for i, name in enumerate(TELLING)}
+    order = sorted(leaking, key=lambda p: rank.get(p, len(TELLING)))
+    if not order:
+        return ""
+    lead = order[0]
+    grew = list(deltas.get(lead) or ()) or [0]
+    low, high = min(grew), max(grew)
+    growth = f"{low:+d}" if low == high else f"{low:+d} to {high:+d}"
+    unit = _UNITS.get(lead)
+    if unit and unit != lead:
+        growth += f" {unit}"
+    also = (MSG_LEAK_ALSO.format(probes=", ".join(order[1:]))
+            if len(order) > 1 else "")
+    return MSG_LEAK.format(probe=lead, growth=growth, also=also)
+
+
+def _rerun_failed(failure, runs, run):
+    """The message of a run after the first that did not pass."""
+    if perrun.is_timeout(failure.longreprtext):
+        if runs.per_run:
+            return MSG_RERUN_TIMEOUT.format(run=run, limit=runs.limit)
+        return MSG_LIMIT_SHARED.format(run=run)
+    return MSG_RERUN_FAILED.format(outcome=outcome_of([failure]),
+                                   when=failure.when)
 
 
 def _location(item):
@@ -568,6 +631,7 @@ def _hunt(item, nextitem, state):
 
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
                                        location=item.location)
+    runs = perrun.Runs(item)
     runner = ItemRunner(item, nextitem)
     state.freezer.begin()
     reports = None
@@ -589,18 +653,18 @@ def _hunt(item, nextitem, state):
             break
         if not more:
             break
-        if reports is None:
-            reports = runner.run_reported()
-            if outcome_of(reports) != "passed":
-                break
-        else:
-            began = time.perf_counter()
-            failure = runner.run_again()
-            run_time = max(run_time, time.perf_counter() - began)
-            if failure is not None:
-                break
+        with runs.run():
+            if reports is None:
+                reports = runner.run_reported()
+            else:
+                began = time.perf_counter()
+                failure = runner.run_again()
+                run_time = max(run_time, time.perf_counter() - began)
+        if outcome_of(reports) != "passed" or failure is not None:
+            break
     if reports is None:
-        reports = runner.run_reported()
+        with runs.run():
+            reports = runner.run_reported()
     outcome = outcome_of(reports)
 
     call = next((r for r in reports if r.when == "call"), reports[0])
@@ -611,18 +675,20 @@ def _hunt(item, nextitem, state):
         rec = _record(item, state, settings, "error", outcome,
                       reason=f"not checked: the test {outcome}")
     elif failure is not None:
-        msg = MSG_RERUN_FAILED.format(
-            outcome=outcome_of([failure]), when=failure.when)
+        msg = _rerun_failed(failure, runs, runs.count)
         rec = _record(item, state, settings, "error", "failed", reason=msg)
         call.outcome = "failed"
         call.longrepr = f"{msg}\n\n{failure.longreprtext}"
     elif error is not None:
-        msg = MSG_ENGINE_ERROR.format(error=f"{type(error).__name__}: {error}")
+        msg = (MSG_LIMIT_SHARED.format(run=runs.count)
+               if perrun.is_timeout(error) else
+               MSG_ENGINE_ERROR.format(error=f"{type(error).__name__}: "
+                                             f"{error}"))
         rec = _record(item, state, settings, "error", "failed", reason=msg)
         call.outcome = "failed"
         call.longrepr = msg
     elif series.leaked:
-        diagnosis, note = _diagnose(item, runner, series.leaking,
+        diagnosis, note = _diagnose(item, runner, runs, series.leaking,
                                     state.settings.diagnose, run_time)
         text = series.report(diagnosis=diagnosis)
         if note is not None and diagnosis is None:
@@ -638,23 +704,30 @@ def _hunt(item, nextitem, state):
         else:
             rec["outcome"] = "failed"
             call.outcome = "failed"
-            message = _leak_message(series)
-            # The message first: it is the short summary's line, also under
-            # xdist, where the longrepr travels as text.
-            call.longrepr = _LeakRepr(f"{message}\n{text}", message,
-                                      item.location)
+            call.longrepr = _LeakRepr(
+                text, leak_line(series.leaking, series.deltas),
+                item.location)
     else:
         rec = _record(item, state, settings, "clean", outcome, series=series)
-    reports, final_failure = runner.finish(reports)
+    if runner.torn_down:
+        reports, final_failure = runner.finish(reports)
+    else:
+        with runs.run():
+            reports, final_failure = runner.finish(reports)
     if (final_failure is not None and failure is None and error is None
             and outcome == "passed"):
         # The extra run that tears down wider fixtures failed: the test
         # does not pass every run, as a failed measured run would show.
-        msg = MSG_RERUN_FAILED.format(outcome=outcome_of([final_failure]),
-                                      when=final_failure.when)
+        msg = _rerun_failed(final_failure, runs, runs.count)
         rec = _record(item, state, settings, "error", "failed", reason=msg)
         call.outcome = "failed"
         call.longrepr = f"{msg}\n\n{final_failure.longreprtext}"
+    rec["test_runs"] = runs.count
+    rec["hunt_seconds"] = round(runs.added_seconds(), 3)
+    if runs.count > 1:
+        # junitxml reads the properties of the teardown report.
+        reports[-1].user_properties.extend([
+            (JUNIT_RUNS, runs.count), (JUNIT_SECONDS, rec["hunt_seconds"])])
     call.leakcheck = rec
     return reports
 
@@ -663,11 +736,47 @@ def _hunt(item, nextitem, state):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report, config):
+    """LEAKED for a leak; at -v the verbose word says how many runs a
+    hunted test took, at -vv also the time they added."""
     rec = getattr(report, "leakcheck", None)
-    if (rec and report.when == "call" and report.failed
-            and rec.get("verdict") == "leak"):
-        return STATUS_LEAKED
-    return None
+    if not isinstance(rec, dict) or report.when != "call":
+        return None
+    leaked = report.failed and rec.get("verdict") == "leak"
+    runs = rec.get("test_runs") or 0
+    if config.get_verbosity() < 1 or runs < 2:
+        return STATUS_LEAKED if leaked else None
+    if leaked:
+        category, letter, (word, markup) = STATUS_LEAKED
+    elif report.passed:
+        category, letter, word, markup = "passed", ".", "PASSED", {
+            "green": True}
+    elif report.failed:
+        category, letter, word, markup = "failed", "F", "FAILED", {
+            "red": True}
+    else:
+        return None
+    if config.get_verbosity() >= 2:
+        word = MSG_VERBOSE_RUNS_TIME.format(
+            word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0)
+    else:
+        word = MSG_VERBOSE_RUNS.format(word=word, runs=runs)
+    return category, letter, (word, markup)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_from_serializable(config, data):
+    """pytest-xdist: a leak's report arrives from a worker as text; it gets
+    back its one-line message for the short test summary."""
+    outcome = yield
+    report = outcome.get_result()
+    rec = getattr(report, "leakcheck", None)
+    if (isinstance(rec, dict) and rec.get("verdict") == "leak"
+            and getattr(report, "when", None) == "call" and report.failed
+            and isinstance(report.longrepr, str)):
+        report.longrepr = _LeakRepr(
+            report.longrepr, leak_line(rec.get("leaking") or (),
+                                       rec.get("deltas") or {}),
+            report.location)
 
 
 class _SessionHooks:
@@ -792,11 +901,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if leaks or ours:
         tr.write_sep("=", "leakcheck", red=bool(leaks or ours), bold=True)
         for r in leaks:
-            details = "; ".join(
-                f"{p} " + " ".join(f"{d:+d}" for d in r["deltas"].get(p, ()))
-                for p in r["leaking"])
             word = "KNOWN LEAK" if r["known"] else "LEAKED"
-            tr.write_line(f"{word} {r['id']} - {details}")
+            tr.write_line(f"{word} {r['id']} - "
+                          f"{leak_line(r['leaking'], r['deltas'])}")
         for r in ours:
             word = "CRASHED" if r["verdict"] == "crashed" else "ERROR"
             tr.write_line(f"{word} {r['id']} - {r['reason']}")
@@ -814,6 +921,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             if probe in available:
                 tr.write_line(MSG_NOT_COMPARED.format(
                     id=r["id"], probe=probe, why=why))
+    _hunt_times(tr, config, recs)
     if state.freezer.refused:
         tr.write_line(MSG_GC_FROZEN)
     if state.report is not None and state.report.written:
@@ -825,3 +933,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"leakcheck: cannot write the report "
                       f"{state.report.path}: {state.report.write_error}",
                       red=True)
+
+
+def _hunt_times(tr, config, recs):
+    """What hunting added to the session's time, and the slowest hunts, as
+    --durations lists the slowest phases (its count, when given)."""
+    hunted = [r for r in recs if (r.get("test_runs") or 0) > 1]
+    if not hunted:
+        return
+    count = config.getoption("durations", None)
+    count = SLOWEST_HUNTS if count is None else count
+    hunted.sort(key=lambda r: r.get("hunt_seconds") or 0, reverse=True)
+    tr.write_line(MSG_HUNT_TIME.format(
+        seconds=sum(r.get("hunt_seconds") or 0 for r in hunted),
+        tests=len(hunted), s="s" if len(hunted) != 1 else "",
+        runs=sum(r["test_runs"] - 1 for r in hunted)))
+    for r in hunted[:count] if count > 0 else hunted:
+        tr.write_line("  " + MSG_HUNT_LINE.format(
+            seconds=r.get("hunt_seconds") or 0, runs=r["test_runs"],
+            id=r["id"]))

@@ -9,7 +9,8 @@ A report is one JSON object:
      "created": "2026-01-01T00:00:00Z",
      "environment": {python, implementation, debug_build, platform, pytest,
                      leakcheck, workers, rootdir},
-     "settings": {hunt: "all"|"marked", warmup, repeat, probes, baseline},
+     "settings": {hunt: "all"|"marked"|"none", warmup, repeat, probes,
+                  baseline},
      "probes": {name: {unit, available, reason, threshold}},
      "summary": {"tests": n, "leak": n, "clean": n, "error": n,
                  "skipped": n, "crashed": n, "known": n},
@@ -19,7 +20,9 @@ A report is one JSON object:
                 "deltas": {probe: [int per run]}, "thresholds": {probe: int},
                 "diagnosis", "worker",
                 "unread": {probe: why it was asked for but not compared},
-                "threads": [other threads that ran while it measured]},
+                "threads": [other threads that ran while it measured],
+                "test_runs",      # times the test ran, all told
+                "hunt_seconds"},  # what they added to its first run
                ...]}
 
 "file" and "line" say where the test is defined (the path relative to

@@ -64,8 +64,10 @@ def test_leaks_hunts_in_every_test(pytester, where, leaky_source,
         assert "LEAKED" not in result.stdout.str()
         return
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["LEAKED test_leaky.py::test_leaky - *objects"
-                                 " +1 +1 +1 +1*"])
+    result.stdout.fnmatch_lines(["LEAKED test_leaky.py::test_leaky - "
+                                 + plugin.MSG_LEAK.format(
+                                     probe="objects", growth="+1",
+                                     also="*")])
 
 
 def test_repeat_option_ini_and_precedence(pytester, read_report,

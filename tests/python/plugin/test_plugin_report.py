@@ -32,7 +32,8 @@ def test_skips():
 RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "line", "warmup",
                "repeat", "runs", "probes", "leaking", "deltas", "thresholds",
-               "diagnosis", "worker", "unread", "threads"}
+               "diagnosis", "worker", "unread", "threads", "test_runs",
+               "hunt_seconds"}
 
 
 def test_report_schema(pytester, read_report):

@@ -1,0 +1,112 @@
+"""What each run of a hunted test gets and costs: the time limit set for
+the test applies to every run on its own, and the runs and the time they
+add are counted (for the verbose line, the summary and JUnit).
+
+pytest-timeout arms one timer per test around its whole protocol
+(pytest_runtest_protocol), and leakcheck runs the protocol again and again
+inside it: the whole hunt would count against the test's budget.  Its
+public hooks let another plugin cancel and re-arm that timer
+(pytest_timeout_cancel_timer(item), pytest_timeout_set_timer(item,
+settings)); the test's settings are those pytest-timeout armed it with
+first, which plugin.py's own pytest_timeout_set_timer records.  So Runs
+cancels the timer while leakcheck measures between runs and re-arms it,
+with the test's own settings, for each run.  With timeout_func_only
+pytest-timeout arms it around each call itself, which is per run already.
+When the settings were not seen (a plugin that overrides the timer answered
+first, a pytest-timeout without these hooks), the limit covers the whole
+hunt, and plugin.py says so instead of blaming the test.
+"""
+
+import contextlib
+import sys
+import time
+
+import pytest
+
+TIMEOUT_SETTINGS = pytest.StashKey[object]()   # on an item: pytest-timeout's
+
+# A diagnosis runs the test under tracemalloc, about 10 times slower in
+# allocation-heavy code (DESIGN.md's measured facts): its runs get ten
+# budgets each, so that a slow traced run is not taken for a hang.
+TRACED_SLOWDOWN = 10
+
+
+def remember_timeout(item, settings):
+    """Records the settings pytest-timeout arms the test's timer with (the
+    first time: later calls are leakcheck's own re-arming)."""
+    if TIMEOUT_SETTINGS not in item.stash:
+        item.stash[TIMEOUT_SETTINGS] = settings
+
+
+def is_timeout(text):
+    """Whether a failure's text is pytest-timeout's timeout."""
+    module = sys.modules.get("pytest_timeout")
+    message = getattr(module, "PYTEST_FAILURE_MESSAGE", None)
+    if not isinstance(message, str) or "%s" not in message:
+        return False
+    head, _, tail = message.partition("%s")
+    return any(head in line and tail in line
+               for line in str(text).splitlines())
+
+
+class Runs:
+    """The runs of one hunted test, each inside `with runs.run():`.
+
+    count: the runs made; first: the seconds of the first (the reported
+    run)."""
+
+    def __init__(self, item):
+        self.item = item
+        self.count = 0
+        self.first = 0.0
+        self.started = time.perf_counter()
+        self._settings = None
+        hook = item.config.hook
+        self._set = getattr(hook, "pytest_timeout_set_timer", None)
+        self._cancel = getattr(hook, "pytest_timeout_cancel_timer", None)
+        settings = item.stash.get(TIMEOUT_SETTINGS, None)
+        timeout = getattr(settings, "timeout", None)
+        if self._set is None or self._cancel is None or not timeout or \
+                timeout <= 0:
+            return
+        if getattr(settings, "func_only", False):
+            return                  # armed around each call by pytest-timeout
+        self._settings = settings
+        self._cancel(item=item)     # measuring is not the test's time
+
+    @property
+    def per_run(self):
+        """Whether pytest-timeout's limit applies to each run on its own:
+        re-armed here, or armed around each call by pytest-timeout."""
+        settings = self.item.stash.get(TIMEOUT_SETTINGS, None)
+        return (self._settings is not None
+                or bool(getattr(settings, "func_only", False)))
+
+    @property
+    def limit(self):
+        """The per-run limit in seconds, or None."""
+        settings = self.item.stash.get(TIMEOUT_SETTINGS, None)
+        return getattr(settings, "timeout", None)
+
+    @contextlib.contextmanager
+    def run(self, traced=False):
+        settings = self._settings
+        if settings is not None and traced and hasattr(settings, "_replace"):
+            settings = settings._replace(
+                timeout=settings.timeout * TRACED_SLOWDOWN)
+        if settings is not None:
+            self._set(item=self.item, settings=settings)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if settings is not None:
+                self._cancel(item=self.item)
+            if self.count == 0:
+                self.first = time.perf_counter() - start
+            self.count += 1
+
+    def added_seconds(self):
+        """What leakcheck added to the test's reported run so far: the
+        other runs, the snapshots between them, the diagnosis."""
+        return max(0.0, time.perf_counter() - self.started - self.first)

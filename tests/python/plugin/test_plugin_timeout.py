@@ -1,0 +1,111 @@
+"""pytest-timeout's limit is per run of the test, also when leakcheck runs
+it again and again; when it cannot be applied per run, leakcheck says so
+and does not blame the test."""
+
+import pytest
+
+from pytest_leakcheck import plugin
+
+pytest_timeout = pytest.importorskip("pytest_timeout")
+
+# Each run takes 0.4 s and a budget of 2 s; seven runs take 2.8 s.
+SLOW = '''
+import time
+
+def test_slow():
+    with open("runs.log", "a") as f:
+        f.write("run\\n")
+    time.sleep(0.4)
+'''
+WARMUP = 6
+
+
+@pytest.mark.parametrize("method, func_only", [
+    ("signal", False), ("thread", False), ("signal", True), ("thread", True)])
+def test_each_run_gets_the_tests_own_budget(pytester, read_report, runs_log,
+                                            method, func_only):
+    pytester.makepyfile(SLOW)
+    pytester.makeini(f"[pytest]\ntimeout_func_only = {func_only}\n")
+    result = pytester.runpytest_subprocess(
+        "--timeout=2", f"--timeout-method={method}", "--leaks",
+        f"--leaks-warmup={WARMUP}", "--leaks-report=r.json")
+    result.assert_outcomes(passed=1)
+    rec = read_report()[1]["test_each_run_gets_the_tests_own_budget.py::"
+                           "test_slow"]
+    # Clean, and no false alarm from the timer armed and joined per run.
+    assert rec["verdict"] == "clean"
+    assert len(runs_log()) == rec["test_runs"] >= WARMUP + 1
+
+
+# The third run takes longer than the limit of each run.
+SLOW_THIRD = '''
+import time
+
+RUNS = []
+
+def test_slower_later():
+    RUNS.append(1)
+    time.sleep(3 if len(RUNS) == 3 else 0)
+'''
+
+
+def test_a_run_over_its_budget_is_named(pytester, read_report):
+    pytester.makepyfile(SLOW_THIRD)
+    result = pytester.runpytest_subprocess(
+        "--timeout=1", "--timeout-method=signal", "--leaks",
+        "--leaks-warmup=4", "--leaks-report=r.json")
+    result.assert_outcomes(failed=1)
+    message = plugin.MSG_RERUN_TIMEOUT.format(run=3, limit=1.0)
+    result.stdout.fnmatch_lines([message])
+    rec = read_report()[1]["test_a_run_over_its_budget_is_named.py::"
+                           "test_slower_later"]
+    assert rec["verdict"] == "error" and rec["reason"] == message
+
+
+# A timer of the whole test that leakcheck cannot see: a plugin answers
+# pytest-timeout's hook before pytest-timeout (and before leakcheck).
+OWN_TIMER = '''
+import signal
+
+import pytest
+import pytest_timeout
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    def fire(signum, frame):
+        pytest.fail(pytest_timeout.PYTEST_FAILURE_MESSAGE % settings.timeout)
+    signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_cancel_timer(item):
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    return True
+'''
+
+# Runs of 0.9 s under a limit of 1.5 s: it runs out inside the second.
+SLOWER = '''
+import time
+
+def test_slower():
+    time.sleep(0.9)
+'''
+
+
+def test_a_limit_not_applied_per_run_does_not_blame_the_test(
+        pytester, read_report):
+    pytester.makeconftest(OWN_TIMER)
+    pytester.makepyfile(SLOWER)
+    result = pytester.runpytest_subprocess(
+        "--timeout=1.5", "--leaks", "--leaks-warmup=3",
+        "--leaks-report=r.json")
+    result.assert_outcomes(failed=1)
+    message = plugin.MSG_LIMIT_SHARED.format(run=2)
+    result.stdout.fnmatch_lines([message])
+    assert "then failed when run again" not in result.stdout.str()
+    rec = read_report()[1]["test_a_limit_not_applied_per_run_does_not_"
+                           "blame_the_test.py::test_slower"]
+    assert rec["reason"] == message

@@ -1,0 +1,129 @@
+"""A hunt shows: the verbose line says how many runs a test took, the time
+they added is in JUnit and in leakcheck's summary section, and a leak's
+short summary line leads with the probe a person reads first."""
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_leakcheck import plugin
+
+MIXED = '''
+import os
+
+_KEPT = []
+
+def test_clean():
+    pass
+
+def test_lists():
+    _KEPT.append([])
+
+def test_fd_and_lists():
+    _KEPT.append([])
+    os.open(os.devnull, os.O_RDONLY)
+'''
+IDS = [f"test_mixed.py::{name}"
+       for name in ("test_clean", "test_lists", "test_fd_and_lists")]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+@pytest.mark.parametrize("verbosity", ["-v", "-vv"])
+def test_verbose_line_says_how_many_runs(pytester, read_report, verbosity,
+                                         workers):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           verbosity, *workers)
+    result.assert_outcomes(passed=1, failed=2)
+    recs = read_report()[1]
+    assert recs[IDS[0]]["test_runs"] >= 2
+    for test_id, word in zip(IDS, ("PASSED", "LEAKED", "LEAKED")):
+        runs = recs[test_id]["test_runs"]
+        if verbosity == "-v":
+            shown = plugin.MSG_VERBOSE_RUNS.format(word=word, runs=runs)
+        else:
+            shown = plugin.MSG_VERBOSE_RUNS_TIME.format(
+                word=word, runs=runs, seconds=0).replace("0.00", "*")
+        pattern = (f"*{shown} {test_id}*" if workers
+                   else f"{test_id} {shown}*")
+        result.stdout.fnmatch_lines([pattern])
+
+
+def test_quiet_lines_stay_pytests_own(pytester):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks")
+    result.stdout.fnmatch_lines(["test_mixed.py .LL*"])
+    assert " runs)" not in result.stdout.str()
+
+
+def test_hunt_time_in_junit_and_summary(pytester, read_report):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "--junitxml=j.xml")
+    recs = read_report()[1]
+    cases = {f"test_mixed.py::{case.get('name')}": case
+             for case in ET.parse(pytester.path / "j.xml").iter("testcase")}
+    for test_id in IDS:
+        props = {p.get("name"): p.get("value")
+                 for p in cases[test_id].iter("property")}
+        assert int(props[plugin.JUNIT_RUNS]) == recs[test_id]["test_runs"]
+        assert float(props[plugin.JUNIT_SECONDS]) == \
+            recs[test_id]["hunt_seconds"]
+    slowest = sorted(IDS, key=lambda i: recs[i]["hunt_seconds"],
+                     reverse=True)
+    result.stdout.fnmatch_lines([
+        plugin.MSG_HUNT_TIME.format(
+            seconds=0, tests=3, s="s",
+            runs=sum(recs[i]["test_runs"] - 1 for i in IDS)
+        ).replace("0.00", "*"),
+    ] + ["  " + plugin.MSG_HUNT_LINE.format(
+        seconds=recs[i]["hunt_seconds"], runs=recs[i]["test_runs"], id=i)
+        for i in slowest[:plugin.SLOWEST_HUNTS]])
+
+
+def test_durations_sets_how_many_hunts_are_listed(pytester):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--durations=1")
+    text = result.stdout.str()
+    listed = [line for line in result.stdout.lines
+              if line.startswith("  ") and line.rstrip().endswith(
+                  tuple(IDS)) and " runs  " in line]
+    assert len(listed) == 1, text
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_short_summary_leads_with_the_most_telling_probe(
+        pytester, monkeypatch, read_report, workers):
+    monkeypatch.setenv("CI", "1")      # pytest then never cuts the line
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "-rf",
+                                           "--leaks-report=r.json", *workers)
+    rec = read_report()[1][IDS[2]]
+    assert "fds" in rec["leaking"] and "objects" in rec["leaking"]
+    others = [p for p in plugin.TELLING if p in rec["leaking"]][1:]
+    line = plugin.MSG_LEAK.format(
+        probe="fds", growth="+1",
+        also=plugin.MSG_LEAK_ALSO.format(probes=", ".join(others)))
+    result.stdout.fnmatch_lines([
+        f"*_ test_fd_and_lists _*",
+        # The failure section keeps the whole report.
+        "leakcheck: series 'test_mixed.py::test_fd_and_lists' leaked*",
+        "*fds*grew in every run: +1 +1 +1 +1 fds*",
+        "*short test summary info*",
+    ])
+    # One header (pytest's word), then the leak; the line stands alone.
+    summary = result.stdout.lines[
+        result.stdout.lines.index(next(
+            l for l in result.stdout.lines if "short test summary" in l)):]
+    assert f"LEAKED {IDS[2]} - {line}" in summary
+    assert not any("leakcheck:" in l for l in summary if "LEAKED" in l)
+
+
+def test_leak_line_growth_that_varies():
+    assert plugin.leak_line(["blocks", "garbage"], {
+        "blocks": [13, 13, 13, 1], "garbage": [2, 2, 2, 2]}) == \
+        plugin.MSG_LEAK.format(
+            probe="garbage", growth="+2 objects",
+            also=plugin.MSG_LEAK_ALSO.format(probes="blocks"))
+    assert plugin.leak_line(["blocks"], {"blocks": [13, 13, 13, 1]}) == \
+        plugin.MSG_LEAK.format(probe="blocks", growth="+1 to +13", also="")
