@@ -44,6 +44,10 @@ from .settings import BadValue
 MSG_HEADER = ("leakcheck: hunting in {scope}; warmup {warmup}, repeat "
               "{repeat}; probes {probes}")
 MSG_UNAVAILABLE = "leakcheck: not available here: {probes}"
+MSG_FAULTHANDLER = ("leakcheck: faulthandler_timeout ({timeout}s) watches "
+                    "all the runs of a hunted test together, not each run "
+                    "(pytest offers no way to re-arm it): a long hunt may "
+                    "trip it")
 # A leak in one line (the short test summary's): the most telling probe
 # and its growth per measured run, then the other probes that grew.
 MSG_LEAK = "{probe} {growth} per run{also}"
@@ -315,23 +319,36 @@ def _probes_dict():
 
 def pytest_report_header(config):
     """The settings, when the session hunts in every test or writes a
-    report; quiet otherwise (the plugin loads in every pytest session)."""
+    report; quiet otherwise (the plugin loads in every pytest session),
+    but for a time limit that cannot apply to each run."""
     state = config.stash.get(STATE, None)
-    if state is None or not (state.settings.hunt_all
-                             or state.settings.report_path):
+    if state is None or state.settings.hunt_none:
         return None
     s = state.settings
     lines = [state.recovered] if state.recovered else []
-    lines += [MSG_HEADER.format(
-        scope="every test (--leaks)" if s.hunt_all
-        else "tests marked noleak",
-        warmup=s.defaults.warmup, repeat=s.defaults.repeat,
-        probes=", ".join(s.defaults.probes))]
-    missing = [f"{p.name} ({p.reason})" for p in leakcheck.probes()
-               if p.name in s.defaults.probes and not p.available]
-    if missing:
-        lines.append(MSG_UNAVAILABLE.format(probes="; ".join(missing)))
-    return lines
+    if s.hunt_all or s.report_path:
+        lines.append(MSG_HEADER.format(
+            scope="every test (--leaks)" if s.hunt_all
+            else "tests marked noleak",
+            warmup=s.defaults.warmup, repeat=s.defaults.repeat,
+            probes=", ".join(s.defaults.probes)))
+        missing = [f"{p.name} ({p.reason})" for p in leakcheck.probes()
+                   if p.name in s.defaults.probes and not p.available]
+        if missing:
+            lines.append(MSG_UNAVAILABLE.format(probes="; ".join(missing)))
+    watchdog = _faulthandler_timeout(config)
+    if watchdog:
+        lines.append(MSG_FAULTHANDLER.format(timeout=watchdog))
+    return lines or None
+
+
+def _faulthandler_timeout(config):
+    """pytest's faulthandler_timeout, when set: a watchdog armed once
+    around a test's whole protocol, so around all the runs of a hunt."""
+    try:
+        return float(config.getini("faulthandler_timeout") or 0) or None
+    except (ValueError, TypeError):
+        return None
 
 
 # ---- the fixture ----------------------------------------------------------

@@ -109,3 +109,16 @@ def test_a_limit_not_applied_per_run_does_not_blame_the_test(
     rec = read_report()[1]["test_a_limit_not_applied_per_run_does_not_"
                            "blame_the_test.py::test_slower"]
     assert rec["reason"] == message
+
+
+def test_a_watchdog_of_the_whole_protocol_is_named(pytester, clean_source):
+    """pytest's faulthandler_timeout is armed once per test, with no way
+    for another plugin to re-arm it: said at the start, not blamed on a
+    test later."""
+    pytester.makepyfile(clean_source)
+    pytester.makeini("[pytest]\nfaulthandler_timeout = 5\n")
+    result = pytester.runpytest_subprocess("--leaks")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([plugin.MSG_FAULTHANDLER.format(timeout=5.0)])
+    quiet = pytester.runpytest_subprocess("-p", "no:faulthandler", "--leaks")
+    assert plugin.MSG_FAULTHANDLER.split("{")[0] not in quiet.stdout.str()
