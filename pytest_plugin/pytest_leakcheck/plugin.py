@@ -760,10 +760,11 @@ def pytest_report_teststatus(report, config):
         return None
     leaked = report.failed and rec.get("verdict") == "leak"
     runs = rec.get("test_runs") or 0
-    if config.get_verbosity() < 1 or runs < 2:
-        return STATUS_LEAKED if leaked else None
+    verbosity = config.getoption("verbose", 0) or 0
     if leaked:
         category, letter, (word, markup) = STATUS_LEAKED
+    elif verbosity < 1 or runs < 2:
+        return None
     elif report.passed:
         category, letter, word, markup = "passed", ".", "PASSED", {
             "green": True}
@@ -772,12 +773,19 @@ def pytest_report_teststatus(report, config):
             "red": True}
     else:
         return None
-    if config.get_verbosity() >= 2:
+    if verbosity >= 2 and runs > 1:
         word = MSG_VERBOSE_RUNS_TIME.format(
             word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0)
-    else:
+    elif verbosity >= 1 and runs > 1:
         word = MSG_VERBOSE_RUNS.format(word=word, runs=runs)
+    if _PLAIN_WORDS:
+        return category, letter, word
     return category, letter, (word, markup)
+
+
+# pytest before 8 prints a (word, markup) pair as it is in the short test
+# summary: the word goes alone there (and uncoloured on the verbose line).
+_PLAIN_WORDS = settingsmod.installed_pytest() < (8, 0)
 
 
 @pytest.hookimpl(hookwrapper=True)
