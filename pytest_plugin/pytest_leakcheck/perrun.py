@@ -10,7 +10,8 @@ public hooks let another plugin cancel and re-arm that timer
 settings)); the test's settings are those pytest-timeout armed it with
 first, which plugin.py's own pytest_timeout_set_timer records.  So Runs
 cancels the timer while leakcheck measures between runs and re-arms it,
-with the test's own settings, for each run.  With timeout_func_only
+with the test's own settings, for each run, from the run's setup to the
+end of its teardown.  With timeout_func_only
 pytest-timeout arms it around each call itself, which is per run already.
 When the settings were not seen (a plugin that overrides the timer answered
 first, a pytest-timeout without these hooks), the limit covers the whole
@@ -24,6 +25,7 @@ import time
 import pytest
 
 TIMEOUT_SETTINGS = pytest.StashKey[object]()   # on an item: pytest-timeout's
+RUNS = pytest.StashKey[object]()       # on an item under a hunt: its Runs
 
 # A diagnosis runs the test under tracemalloc, about 10 times slower in
 # allocation-heavy code (DESIGN.md's measured facts): its runs get ten
@@ -53,14 +55,20 @@ class Runs:
     """The runs of one hunted test, each inside `with runs.run():`.
 
     count: the runs made; first: the seconds of the first (the reported
-    run)."""
+    run).  The timer is armed when a run's setup begins and cancelled when
+    its teardown ends (plugin.py's hooks call arm() and disarm()), inside
+    the run: what the timer's owner keeps on the item is still there then,
+    whereas after the run the item's state is put back as the reported run
+    left it."""
 
     def __init__(self, item):
         self.item = item
         self.count = 0
         self.first = 0.0
         self.started = time.perf_counter()
-        self._settings = None
+        self._settings = None       # the limit re-armed for each run
+        self._running = None        # the settings of the run under way
+        self._armed = False
         hook = item.config.hook
         self._set = getattr(hook, "pytest_timeout_set_timer", None)
         self._cancel = getattr(hook, "pytest_timeout_cancel_timer", None)
@@ -73,6 +81,7 @@ class Runs:
             return                  # armed around each call by pytest-timeout
         self._settings = settings
         self._cancel(item=item)     # measuring is not the test's time
+        item.stash[RUNS] = self
 
     @property
     def per_run(self):
@@ -94,19 +103,47 @@ class Runs:
         if settings is not None and traced and hasattr(settings, "_replace"):
             settings = settings._replace(
                 timeout=settings.timeout * TRACED_SLOWDOWN)
-        if settings is not None:
-            self._set(item=self.item, settings=settings)
+        self._running = settings
         start = time.perf_counter()
         try:
             yield
         finally:
-            if settings is not None:
-                self._cancel(item=self.item)
+            self._running = None
+            self.disarm()           # a run whose teardown did not run
             if self.count == 0:
                 self.first = time.perf_counter() - start
             self.count += 1
+
+    def arm(self):
+        if self._running is not None and not self._armed:
+            self._set(item=self.item, settings=self._running)
+            self._armed = True
+
+    def disarm(self):
+        if self._armed:
+            self._armed = False
+            self._cancel(item=self.item)
+
+    def close(self):
+        """The hunt is over: the item lets go of this."""
+        if RUNS in self.item.stash:
+            del self.item.stash[RUNS]
 
     def added_seconds(self):
         """What leakcheck added to the test's reported run so far: the
         other runs, the snapshots between them, the diagnosis."""
         return max(0.0, time.perf_counter() - self.started - self.first)
+
+
+def arm(item):
+    """A run of `item` begins its setup: its time limit starts."""
+    runs = item.stash.get(RUNS, None)
+    if runs is not None:
+        runs.arm()
+
+
+def disarm(item):
+    """A run of `item` ended its teardown: its time limit stops."""
+    runs = item.stash.get(RUNS, None)
+    if runs is not None:
+        runs.disarm()

@@ -57,8 +57,8 @@ MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
 MSG_RERUN_TIMEOUT = ("leakcheck: run {run} of the test took longer than "
                      "its time limit ({limit}s, pytest-timeout), which "
                      "applies to each run on its own")
-MSG_LIMIT_SHARED = ("leakcheck: pytest-timeout's limit ran out during "
-                    "run {run} of the test; it could not be applied to each "
+MSG_LIMIT_SHARED = ("leakcheck: pytest-timeout's limit ran out by run "
+                    "{run} of the test; it could not be applied to each "
                     "run here, so it covered all of them: the test is not "
                     "to blame (raise the limit, or mark the test leaky)")
 MSG_VERBOSE_RUNS = "{word} ({runs} runs)"
@@ -96,10 +96,10 @@ MSG_DIAGNOSIS_BUDGET = (
 SECTION_KNOWN = "leakcheck: known leak"
 
 # The probes a person reads first: a descriptor, a thread, an
-# uncollectable cycle or a counted object names what to look for; amounts
-# of memory follow.
+# uncollectable cycle or a counted object names what to look for; then
+# memory, its size before its count of blocks.
 TELLING = ("fds", "threads", "garbage", "valgrind", "objects",
-           "native_bytes", "py_allocs", "blocks", "py_bytes", "refs")
+           "native_bytes", "py_bytes", "py_allocs", "blocks", "refs")
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares
 DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
@@ -464,9 +464,16 @@ def pytest_timeout_set_timer(item, settings):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    perrun.arm(item)
     message = item.stash.get(BAD_SETTINGS, None)
     if message is not None:
         pytest.fail(message, pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    perrun.disarm(item)
 
 
 # Folders of the harness around a test: what pytest, pluggy and this plugin
@@ -739,6 +746,7 @@ def _hunt(item, nextitem, state):
         rec = _record(item, state, settings, "error", "failed", reason=msg)
         call.outcome = "failed"
         call.longrepr = f"{msg}\n\n{final_failure.longreprtext}"
+    runs.close()
     rec["test_runs"] = runs.count
     rec["hunt_seconds"] = round(runs.added_seconds(), 3)
     if runs.count > 1:
