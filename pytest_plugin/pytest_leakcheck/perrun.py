@@ -11,11 +11,11 @@ settings)); the test's settings are those pytest-timeout armed it with
 first, which plugin.py's own pytest_timeout_set_timer records.  So Runs
 cancels the timer while leakcheck measures between runs and re-arms it,
 with the test's own settings, for each run, from the run's setup to the
-end of its teardown.  With timeout_func_only
-pytest-timeout arms it around each call itself, which is per run already.
-When the settings were not seen (a plugin that overrides the timer answered
-first, a pytest-timeout without these hooks), the limit covers the whole
-hunt, and plugin.py says so instead of blaming the test.
+end of its teardown.  With timeout_func_only pytest-timeout arms it around
+each call itself, which is per run already.  When the settings were not
+seen (a plugin that overrides the timer answered first, a pytest-timeout
+without these hooks), the limit covers the whole hunt, and plugin.py says
+so instead of blaming the test.
 """
 
 import contextlib
