@@ -202,8 +202,10 @@ def test_bad_command_line_values_name_the_option(pytester, args, message,
     ("leaks_repeat", "-2", settings.PROBLEM_INT.format(
         name="repeat", minimum=1,
         value=-2 if settings.installed_pytest() >= (9, 0) else "-2")),
+    # pytest 9.0 and 9.1 reject it themselves (named where, all the same).
     ("leaks_warmup", "two", settings.PROBLEM_INT.format(
-        name="warmup", minimum=0, value="two")),
+        name="warmup", minimum=0, value="two")
+        if settings.own_type_messages() else "*"),
     ("leaks_probes", "nope", settings.PROBLEM_PROBE.format(
         value="nope", valid=", ".join(leakcheck.PROBE_NAMES))),
 ])
