@@ -146,6 +146,18 @@ def _put_back_dict(d, saved, drop=()):
             d[key] = value
 
 
+def _same(value, saved):
+    """Whether a list, dict or set holds what `saved` (a copy) held, by
+    identity: no element's __eq__ runs (an array's would raise)."""
+    if len(value) != len(saved):
+        return False
+    if type(value) is list:
+        return all(a is b for a, b in zip(value, saved))
+    if type(value) is dict:
+        return all(saved.get(k, _MISSING) is v for k, v in value.items())
+    return all(x in saved for x in value)
+
+
 class _ItemState:
     """What the item holds between runs, as the reported run left it: its
     attributes (what fixtures and hooks store on request.node), its own
@@ -164,6 +176,11 @@ class _ItemState:
                 isinstance(item.parent, pytest.Class):
             self.drop = ("_instance", "_obj")
         self.attrs = dict(item.__dict__)
+        # The contents of the lists, dicts and sets it holds, which a test
+        # may add to in place (node.__dict__.setdefault("seen", []).append).
+        self.contents = {key: (value, type(value)(value))
+                         for key, value in self.attrs.items()
+                         if type(value) in (list, dict, set)}
         self.markers = list(getattr(item, "own_markers", ()))
         keywords = getattr(getattr(item, "keywords", None), "_markers", None)
         self.keywords = dict(keywords) if isinstance(keywords, dict) else None
@@ -176,6 +193,15 @@ class _ItemState:
 
     def put_back(self, item):
         _put_back_dict(item.__dict__, self.attrs, self.drop)
+        for value, saved in self.contents.values():
+            if not _same(value, saved):
+                if type(value) is dict:
+                    _put_back_dict(value, saved)
+                elif type(value) is list:
+                    value[:] = saved
+                else:
+                    value.intersection_update(saved)
+                    value.update(saved)
         markers = getattr(item, "own_markers", None)
         if isinstance(markers, list) and markers != self.markers:
             markers[:] = self.markers

@@ -57,7 +57,8 @@ def test_user_properties(record_property, request):
 
 @pytest.fixture
 def stores(request):
-    setattr(request.node, "stored%d" % next(FRESH), [1, 2, 3])
+    request.node.stored = [object()]                  # a new value per run
+    request.node.__dict__.setdefault("seen", []).append(object())
 
 
 def test_fixture_stores_on_node(stores):
@@ -76,6 +77,20 @@ def test_suite_property(record_testsuite_property):
     record_testsuite_property("suite", "value")
 
 
+class NoEq:
+    """As a numpy array: comparing it raises."""
+
+    def __eq__(self, other):
+        raise ValueError("the truth value is ambiguous")
+
+    __hash__ = object.__hash__
+
+
+def test_unequal_values(request):
+    request.node.__dict__.setdefault("arrays", []).append(NoEq())
+    request.node.__dict__.setdefault("by_name", {})["a"] = NoEq()
+
+
 class TestMethod:
     def test_self_state(self):
         # pytest gives each test a fresh instance: so does every run.
@@ -86,7 +101,7 @@ class TestMethod:
 NAMES = ["test_applymarker", "test_add_marker", "test_marker_per_param[1]",
          "test_keywords", "test_extra_keyword_matches",
          "test_user_properties", "test_fixture_stores_on_node", "test_stash",
-         "test_report_section", "test_suite_property",
+         "test_report_section", "test_suite_property", "test_unequal_values",
          "TestMethod::test_self_state"]
 
 
