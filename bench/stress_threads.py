@@ -12,6 +12,8 @@ leaked, 0 otherwise.  PYTHONTRACEMALLOC=1 runs the hook in its table mode
 both modes (tests/python/api/test_threads.py)."""
 
 import argparse
+import itertools
+import os
 import sys
 import threading
 import time
@@ -44,21 +46,26 @@ def churn(stop, seed):
     held.clear()
 
 
-def run(seconds, count):
+def os_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def run(seconds, count, snapshots):
+    """`count` threads churn for `seconds` while this one takes snapshots,
+    counted by next(snapshots): an itertools.count holds its number in C,
+    where an int above 256 would be one more object for the scope."""
     stop = threading.Event()
     workers = [threading.Thread(target=churn, args=(stop, i + 1),
                                 name=f"churn-{i}") for i in range(count)]
     for t in workers:
         t.start()
-    snapshots = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         leakcheck.snapshot(PROBES)
-        snapshots += 1
+        next(snapshots)
     stop.set()
     for t in workers:
         t.join()
-    return snapshots
 
 
 def main(argv=None):
@@ -66,9 +73,16 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
-    run(1.0, args.threads)          # what a first thread start allocates
+    before = os_threads()
+    snapshots = itertools.count()
+    run(1.0, args.threads, snapshots)   # what a first thread start allocates
+    deadline = time.monotonic() + 2     # their thread states go after join()
+    while os_threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    snapshots = itertools.count()
     with leakcheck.scope(probes=PROBES) as outer:
-        snapshots = run(args.seconds, args.threads)
+        run(args.seconds, args.threads, snapshots)
+    snapshots = next(snapshots)
     print(f"{args.threads} threads, {args.seconds:g} s: {snapshots} "
           f"snapshots; scope deltas {outer.deltas}")
     return 0
