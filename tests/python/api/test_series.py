@@ -148,11 +148,12 @@ def test_an_exception_from_the_code_propagates():
         leakcheck.repeat(boom)
 
 
-def _native_keeper(runs_that_keep):
+def _native_keeper(runs_that_keep, every=1):
     """A body that keeps a malloc()ed block in each of its first
-    `runs_that_keep` runs, then frees what it takes: what glibc's heap
-    does when it creeps for a few runs, and a forgotten free() when
-    `runs_that_keep` is unbounded."""
+    `runs_that_keep` runs (after the first four, only in every `every`th
+    run: a reallocated buffer's growth), then frees what it takes: what
+    glibc's heap does when it creeps for a few runs, and a forgotten free()
+    when `runs_that_keep` is unbounded."""
     import ctypes
     import ctypes.util
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -160,10 +161,13 @@ def _native_keeper(runs_that_keep):
     libc.free.argtypes = [ctypes.c_void_p]
     kept = (ctypes.c_void_p * 64)()     # no Python object per run
     count = [0]
+    calls = [0]
 
     def body():
+        calls[0] += 1
         block = libc.malloc(4096)
-        if count[0] < min(runs_that_keep, len(kept)):
+        skip = calls[0] > 5 and calls[0] % every
+        if not skip and count[0] < min(runs_that_keep, len(kept)):
             kept[count[0]] = block
             count[0] += 1
         else:
@@ -172,10 +176,14 @@ def _native_keeper(runs_that_keep):
     return body
 
 
-@pytest.mark.parametrize("keeps, leaked", [(6, False), (10**6, True)])
+@pytest.mark.parametrize("keeps, every, leaked", [
+    (6, 1, False),          # creeps for a few runs, then stops
+    (10**6, 1, True),       # a forgotten free() in every run
+    (10**6, 2, True),       # a buffer that grows in every other run
+])
 def test_a_verdict_on_the_native_heap_alone_is_confirmed_by_more_runs(
-        keeps, leaked):
-    body = _native_keeper(keeps)
+        keeps, every, leaked):
+    body = _native_keeper(keeps, every)
     body()
     try:
         series = leakcheck.Series(warmup=0, repeat=4, probes=["native_bytes",
@@ -189,9 +197,11 @@ def test_a_verdict_on_the_native_heap_alone_is_confirmed_by_more_runs(
     # Four runs grew: the first series alone would have called it a leak.
     assert all(d >= 4096 for d in deltas[:4]), deltas
     assert len(deltas) == series.runs
+    assert series.runs == 4 + 8
     if leaked:
-        assert series.runs == 4 + 8 and series.leaking == ["native_bytes"]
-        assert "confirmed over 8 more runs" in series.report()
+        assert series.leaking == ["native_bytes"]
+        assert "  confirmed over 8 more runs" in series.report()
     else:
-        assert series.runs < 4 + 8 and deltas[-1] < 1
+        assert series.leaking == [] and sum(deltas[-4:]) < 1
+        assert "not confirmed over 8 more runs" in series.report()
     assert len(series.deltas["blocks"]) == 4      # no confirmation for it
