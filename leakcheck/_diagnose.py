@@ -248,23 +248,28 @@ def diagnose(run_once: Callable[[], object],
     def run(count):
         return _run(run_once, count)
 
-    begun, done = [], []
+    # Bound now: a method looked up between the two reference count
+    # censuses would put its name in the type cache (which settling
+    # empties), read as a reference the code kept.
+    befores = [kind.before for kind in kinds]
+    afters = [kind.after for kind in kinds]
+    begun = finished = 0            # afters run from the last kind begun
     try:
         failure = None
         for kind in kinds:
             failure = failure or kind.prepare(run)
         if failure is None:
             _settle_and_collect()
-            for kind in kinds:
-                kind.before()
-                begun.append(kind)
+            for before in befores:
+                before()
+                begun += 1
             failure = run(runs)
             _settle_and_collect()
-            while begun:
-                kind = begun.pop()
-                kind.after()
-                done.append(kind)
+            while finished < begun:
+                afters[begun - 1 - finished]()
+                finished += 1
     finally:
+        done = kinds[begun - finished:begun]
         for kind in kinds:
             if kind not in done:      # not begun, or something failed
                 kind.abandon()

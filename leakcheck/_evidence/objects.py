@@ -10,7 +10,7 @@ import itertools
 import operator
 import sys
 
-from .. import _core
+from .. import _core, _settle
 from . import TOP, Evidence
 
 __all__ = ["TypeCensus", "RefCounts", "Garbage", "describe", "type_name",
@@ -234,7 +234,10 @@ def _refcount_census():
 
 
 def _not_reported(obj):
-    return type(obj) in _SHARED_TYPES or _core.is_immortal(obj)
+    # Settling fills the emptied type cache slots with a string of its
+    # own: its count follows how many slots the runs' lookups took.
+    return (type(obj) in _SHARED_TYPES or _core.is_immortal(obj)
+            or obj is _settle._TypeCache.FILLER)
 
 
 def _refcounts(objects):

@@ -129,7 +129,8 @@ def test_the_capture_is_kept_where_asked_and_nowhere_else(leaky, tmp_path,
     assert diagnosis.to_dict()["capture"] == diagnosis.capture
     with memray.FileReader(diagnosis.capture) as reader:
         leaked = [r for r in reader.get_leaked_allocation_records()
-                  if r.hybrid_stack_trace()[0][0] == "leak_pymem"]
+                  if "leak_pymem" in (frame[0] for frame
+                                      in r.hybrid_stack_trace()[:3])]
     assert leaked and sum(r.n_allocations for r in leaked) >= 2
 
 
