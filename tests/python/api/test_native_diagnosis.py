@@ -215,7 +215,9 @@ def test_code_that_forks_is_diagnosed_once_and_leaves_no_file(tmp_path,
         d = leakcheck.diagnose(forks, ["blocks"])
         print("pid", os.getpid(), [s["function"] for s in d.native])
     ''', tmp_path, leaky.__file__)
-    assert out.count("pid") == 1 and "['leak_pymem']" in out, out
+    # (3.12+ warns that the process forks with memray's thread running.)
+    printed = [line for line in out.splitlines() if line.startswith("pid ")]
+    assert len(printed) == 1 and printed[0].endswith("['leak_pymem']"), out
     assert os.listdir(tmp_path / "tmp") == []
 
 
