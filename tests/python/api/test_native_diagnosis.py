@@ -148,9 +148,12 @@ def test_another_tracker_running_leaves_the_verdict_and_says_why(leaky,
 
 
 @needs_memray
-def test_without_debug_info_the_function_and_its_object(leakylib_build):
-    # Its own name: the module with debug info is loaded under "leakylib".
+def test_without_debug_info_the_function_and_its_object(leakylib_build,
+                                                        monkeypatch):
+    # Loading it may make it sys.modules["leakylib"]: the other tests'
+    # module is put back afterwards.
     import importlib.util
+    monkeypatch.setitem(sys.modules, "leakylib", sys.modules.get("leakylib"))
     path = leakylib_build(debug_info=False)
     spec = importlib.util.spec_from_file_location("leakylib", path)
     bare = importlib.util.module_from_spec(spec)
