@@ -23,6 +23,7 @@ Failures raise LeakError (an AssertionError) whose message is the report.
 
 from . import _core, _settle
 from ._diagnose import Diagnosis, diagnose
+from ._dump import load_dump, write_dump
 from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
@@ -52,6 +53,8 @@ __all__ = [
     "assert_finalized",
     "assert_no_garbage",
     "write_report",
+    "write_dump",
+    "load_dump",
 ]
 
 # Every snapshot from now on starts by clearing first-use caches.

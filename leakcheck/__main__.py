@@ -23,6 +23,7 @@ PROG = "python -m leakcheck"
 COMMANDS = {
     "gate": "leakcheck.gate",
     "html": "leakcheck._html",
+    "show": "leakcheck._dump",
 }
 
 

@@ -27,7 +27,7 @@ import types
 
 from ._evidence.objects import describe, type_name
 
-__all__ = ["find_chain"]
+__all__ = ["find_chain", "find_chains", "edge"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _MAX_DEPTH = 40
@@ -134,12 +134,29 @@ def _forward(holder, exclude, frames):
     holder[0]."""
     target = holder[0]
     module_of = _namespaces()
-    parent = {}                         # id -> id of what refers to it
-    nodes = {}                          # id -> object, for every one reached
-    roots = {}                          # id -> (kind, text, expression)
-    queue = collections.deque()
     skip = {id(c) for c in exclude}
     skip.update((id(holder), id(frames)))
+    found = _search([target], skip, frames, module_of)
+    chain = _chain_of(target, found, module_of)
+    found.clear()
+    if chain is not None:
+        del chain["root_file"]
+    return chain
+
+
+def _search(targets, skip, frames, module_of):
+    """Breadth first from the roots (the frames' locals, then the modules'
+    namespaces) through gc.get_referents, until every object in `targets`
+    is reached or nothing is left: {id(target): (path from the root to
+    it, root)} of those reached, a root being (kind, text, expression,
+    file).  Objects whose ids are in `skip` are not followed."""
+    wanted = {id(t) for t in targets}
+    parent = {}                         # id -> id of what refers to it
+    nodes = {}                          # id -> object, for every one reached
+    roots = {}                          # id -> root
+    queue = collections.deque()
+    skip = set(skip)
+    skip.update((id(targets), id(wanted)))
     for frame in frames:
         code = frame.f_code
         for name, value in _items(frame):
@@ -147,18 +164,19 @@ def _forward(holder, exclude, frames):
                 nodes[id(value)] = value
                 roots[id(value)] = (
                     "frame", f"local variable {name!r} of {code.co_name}() "
-                             f"({code.co_filename}:{frame.f_lineno})", name)
+                             f"({code.co_filename}:{frame.f_lineno})", name,
+                    code.co_filename)
                 queue.append(value)
     for key, module in module_of.items():
         if key not in nodes:
             nodes[key] = module.__dict__
             roots[key] = ("module", f"a global of module {module.__name__}",
-                          module.__name__)
+                          module.__name__, _file_of(module))
             queue.append(module.__dict__)
     skip.update((id(parent), id(nodes), id(roots), id(queue),
                  id(module_of), id(skip)))
-    found = id(target) in nodes
-    while queue and not found:
+    missing = wanted - nodes.keys()
+    while queue and missing:
         obj = queue.popleft()
         if isinstance(obj, types.FrameType) and _own(obj):
             continue
@@ -168,24 +186,38 @@ def _forward(holder, exclude, frames):
                 continue
             nodes[key] = child
             parent[key] = id(obj)
-            if child is target:
-                found = True
-                break
+            if key in missing:
+                missing.discard(key)
+                if not missing:
+                    break
             queue.append(child)
-    path = []
-    key = id(target) if found else None
-    while key is not None:
-        path.append(nodes[key])
-        key = parent.get(key)
-    path.reverse()
-    root = roots[id(path[0])] if found else None
+    found = {}
+    for key in wanted - missing:
+        path = []
+        at = key
+        while at is not None:
+            path.append(nodes[at])
+            at = parent.get(at)
+        path.reverse()
+        found[key] = (path, roots[id(path[0])])
     # Nothing here may outlive the call: what it holds would read as
     # referrers, and keep objects alive.
     for container in (parent, nodes, roots, queue):
         container.clear()
-    if not found:
+    return found
+
+
+def _file_of(module):
+    name = getattr(module, "__file__", None)
+    return name if isinstance(name, str) else None
+
+
+def _chain_of(target, found, module_of, describer=describe):
+    """The chain dict of `target` from _search()'s `found`, or None; its
+    "object" is describer(target), left out when `describer` is None."""
+    if id(target) not in found:
         return None
-    kind, text, expression = root
+    path, (kind, text, expression, filename) = found[id(target)]
     if (kind == "module" and len(path) > 2 and isinstance(path[1], type)
             and _edge(path[1], path[2]).startswith(".")):
         # A global that is a class, and one of its attributes.
@@ -193,8 +225,34 @@ def _forward(holder, exclude, frames):
         expression = type_name(path[1])
         path = path[1:]
     steps, expression = _steps(path, expression, module_of)
-    return {"object": describe(target), "watched_at": None, "root": text,
-            "kind": kind, "expression": expression, "path": steps}
+    chain = {"object": None, "watched_at": None, "root": text,
+             "kind": kind, "expression": expression, "path": steps,
+             "root_file": filename}
+    if describer is None:
+        del chain["object"]
+    else:
+        chain["object"] = describer(target)
+    return chain
+
+
+def find_chains(holder, exclude=()):
+    """The chains that keep each object of the list `holder` alive, in one
+    pass over the heap: a list as long, each a chain dict as find_chain()
+    gives (without "object", which would take the object's repr, nor
+    "unseen_refs"; with "root_file": the file of the frame or module the
+    chain starts from, or None), or None for an object that
+    no module, class or frame leads to (one C holds, or a cycle nothing
+    holds).  The caller refers to the objects only through `holder` and
+    the containers in `exclude`, which the search does not follow."""
+    module_of = _namespaces()
+    frames = _stack_frames()
+    skip = {id(c) for c in exclude}
+    skip.update((id(holder), id(frames)))
+    found = _search(holder, skip, frames, module_of)
+    try:
+        return [_chain_of(obj, found, module_of, None) for obj in holder]
+    finally:
+        found.clear()
 
 
 def _walk(holder, exclude, frames, locals_of):
@@ -322,7 +380,8 @@ def _steps(path, expression, module_of):
 
 
 def _edge(parent, child):
-    """How `parent` refers to `child`, as an expression suffix."""
+    """How `parent` refers to `child`, as an expression suffix (".name",
+    "[key]"), or a phrase when it cannot be written as one."""
     try:
         if isinstance(parent, dict):
             for key, value in parent.items():
@@ -371,3 +430,6 @@ def _edge(parent, child):
     except Exception:
         pass
     return f" -> (held by a {type_name(type(parent))})"
+
+
+edge = _edge

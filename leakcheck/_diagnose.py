@@ -73,6 +73,9 @@ class Diagnosis:
         # The objects the re-runs made that are still alive, oldest first,
         # when asked for (Request.keep_objects); not part of to_dict().
         self.survivors: Optional[list[Any]] = None
+        # Where each of those was allocated: ("file:line", whether that
+        # is a harness's), or None when tracemalloc did not trace it.
+        self.survivors_allocated: Optional[list[Any]] = None
 
     _KEYS = ("leaking", "runs", "objects", "allocations", "native",
              "refcounts", "garbage", "fds", "threads", "chains", "notes",
@@ -206,8 +209,8 @@ def _shown(path: str) -> str:
 def diagnose(run_once: Callable[[], object],
              leaking: Union[str, Iterable[str]], runs: int = 2,
              ignore: Iterable[Union[str, "os.PathLike[str]"]] = (),
-             capture_dir: Union[str, "os.PathLike[str]", None] = None
-             ) -> Diagnosis:
+             capture_dir: Union[str, "os.PathLike[str]", None] = None,
+             keep_objects: bool = False) -> Diagnosis:
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
     probes in `leaking` (names).  Returns a Diagnosis.  An exception from
@@ -220,6 +223,11 @@ def diagnose(run_once: Callable[[], object],
     os.environ): an allocation belongs to the innermost frame of its
     traceback that lies outside the standard library.  A standard library
     call in the code under diagnosis keeps its line.
+
+    With `keep_objects`, Diagnosis.survivors holds the objects the re-runs
+    made that are still alive (those the garbage collector tracks), when
+    objects or allocator probes leak: the caller's to describe, then to
+    drop.
 
     For allocator growth it starts tracemalloc (unless it runs already),
     which swaps CPython's allocators: no other thread may be allocating
@@ -240,7 +248,8 @@ def diagnose(run_once: Callable[[], object],
                         "not a single path")
     request = Request(leaking, runs,
                       [os.path.abspath(os.fspath(path)) for path in ignore],
-                      capture_dir=capture_dir)
+                      capture_dir=capture_dir,
+                      keep_objects=bool(keep_objects))
     diagnosis = Diagnosis(
         [name for name in PROBE_NAMES if name in leaking], runs)
     kinds = [kind(request) for kind in KINDS if kind.wanted(request)]

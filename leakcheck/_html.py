@@ -205,16 +205,19 @@ def _where(entry):
     if not (isinstance(entry, dict) and "file" in entry):
         return None
     text = _scalar(entry.get("file"))
-    if entry.get("line") is not None:
+    if text and entry.get("line") is not None:
         text += f":{_scalar(entry['line'])}"
     function = entry.get("function") or entry.get("func")
     if function:
-        text += f" {_scalar(function)}()"
+        text += f" {_scalar(function)}()" if text else f"{_scalar(function)}()"
     return text
 
 
 def _cell(value, key=None):
     """The lines a table cell shows for a JSON value."""
+    if isinstance(value, list) and value and all(
+            _int(v) is not None for v in value):
+        return [" ".join(f"{v:,}" for v in value)]     # one per run
     if isinstance(value, list):
         lines = []
         for item in value:
@@ -228,6 +231,9 @@ def _cell(value, key=None):
                 lines.append(_scalar(item))
         return lines
     if isinstance(value, dict):
+        where = _where(value)
+        if where is not None:
+            return [where]
         return [f"{k}: {_scalar(v)}" for k, v in value.items()]
     if key in ("delta", "size", "count", "bytes") and _int(value) is not None:
         return [f"{value:+d}" if key == "delta" else f"{value:,}"]
@@ -257,8 +263,8 @@ def _table(entries):
                 row.append(_cell(entry.get(key), key))
         rows.append(row)
     return {"columns": columns, "rows": rows,
-            "numeric": [c in ("delta", "size", "count", "bytes", "new", "fd")
-                        for c in columns]}
+            "numeric": [c in ("delta", "size", "count", "bytes", "blocks",
+                              "new", "fd") for c in columns]}
 
 
 def sections(diagnosis):

@@ -273,6 +273,12 @@ def write_json(path: Union[str, "os.PathLike[str]"],
     layout render() gives: readers see the old file or the whole new one,
     never a part, even when the process is killed while writing.  Public
     as leakcheck.write_report."""
+    write_text(path, render(data))
+
+
+def write_text(path, text):
+    """Writes `text` to `path` atomically (a temporary file beside it,
+    renamed over it), its folder made if missing.  Raises OSError."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
@@ -282,7 +288,7 @@ def write_json(path: Union[str, "os.PathLike[str]"],
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)   # as open() would, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(render(data))
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         try:

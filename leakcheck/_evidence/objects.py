@@ -9,12 +9,15 @@ import gc
 import itertools
 import operator
 import sys
+import tracemalloc
 
 from .. import _core, _settle
 from . import TOP, Evidence
+from .frames import charged_frame, ignored, owned_elsewhere
 
 __all__ = ["TypeCensus", "RefCounts", "Garbage", "describe", "type_name",
-           "garbage_by_type", "newest_objects", "growth"]
+           "garbage_by_type", "newest_objects", "growth", "allocated_frames",
+           "origin"]
 
 
 def type_name(cls):
@@ -52,7 +55,9 @@ class TypeCensus(Evidence):
     oldest generation; a full collection keeps that generation in order
     and appends what is younger, so the survivors are what follows the
     marker.  A dict that the collector had untracked and that tracks again
-    (it was given a container) is among them too."""
+    (it was given a container) is among them too.  Where each was
+    allocated goes with them (`allocated`: see origin()), read while
+    tracemalloc still traces (the allocation evidence stops it later)."""
 
     probes = frozenset({"objects", "blocks", "py_bytes", "py_allocs"})
 
@@ -63,6 +68,7 @@ class TypeCensus(Evidence):
         self.counts_after = None
         self.marker = None
         self.survivors = None
+        self.allocated = None
 
     def before(self):
         # The census after the runs follows a collection, which untracks
@@ -86,13 +92,19 @@ class TypeCensus(Evidence):
         own.append(own)
         self.counts_after = _type_census(own, self.names)
         self.marker = None
+        if self.survivors is not None:
+            # After the census, which must not count what this makes.  A
+            # function apart: a comprehension here would make `after` hold
+            # a closure cell while it counts (a cell read as grown).
+            self.allocated = _origins(self.survivors, self.request.ignore)
 
     def fill(self, diagnosis):
         diagnosis.objects = growth(self.counts_before, self.counts_after,
                                    self.names)
         if self.survivors is not None:
             diagnosis.survivors = self.survivors
-            self.survivors = None
+            diagnosis.survivors_allocated = self.allocated
+            self.survivors = self.allocated = None
 
 
 def _collect_fully():
@@ -303,3 +315,35 @@ def garbage_by_type(before):
                                               -counts[name], name))
     return [{"type": name, "count": counts[name], "new": new.get(name, 0)}
             for name in ranked[:TOP]]
+
+
+def allocated_frames(obj):
+    """The (file, line) frames, oldest first, that allocated `obj`, when
+    tracemalloc traced it; else None."""
+    if not tracemalloc.is_tracing():
+        return None
+    tb = tracemalloc.get_object_traceback(obj)
+    return [(frame.filename, frame.lineno) for frame in tb] if tb else None
+
+
+def _origins(objects, ignore):
+    ignore = ignored(ignore)
+    return [origin(obj, ignore) for obj in objects]
+
+
+def origin(obj, ignore):
+    """("file:line" that allocated `obj`, whether that allocation is a
+    harness's or leakcheck's: see frames.owned_elsewhere), or None when
+    tracemalloc did not trace it.  `ignore` as frames.ignored() gives it.
+    The text is new: nothing here keeps a reference to a file name, whose
+    count the refs evidence may be comparing."""
+    frames = allocated_frames(obj)
+    if not frames:
+        return None
+    charged = charged_frame(frames)
+    if charged is None:
+        return None, True
+    return ("%s:%d" % frames[charged],
+            owned_elsewhere(frames, charged, ignore))
+
+

@@ -5,6 +5,7 @@
     @pytest.mark.leaky(reason=None)      # leaks on purpose: never hunted
     pytest --leaks [--leaks-repeat N] [--leaks-warmup N] [--leaks-probes P]
                    [--leaks-report PATH] [--leaks-baseline PATH]
+                   [--leaks-dump DIR]
 
 A checked test runs its whole protocol once, as pytest would: that is the
 reported run, and what it reports (a failure, an error, a skip, an xfail)
@@ -93,6 +94,9 @@ MSG_DIAGNOSIS_BUDGET = (
     "the diagnosis stopped at its budget of {budget:.1f} s ({factor} times "
     "the test's run time of {run_time:.2f} s); what it found so far is "
     "above. --leaks-diagnose=cheap traces less, =off not at all")
+MSG_DUMP = ("leakcheck: what the runs left behind: {path} (python -m "
+            "leakcheck show FILE)")
+MSG_DUMP_FAILED = "leakcheck: cannot write the dump into {directory}: {error}"
 SECTION_KNOWN = "leakcheck: known leak"
 
 # The probes a person reads first: a descriptor, a thread, an
@@ -253,6 +257,12 @@ def pytest_configure(config):
                 settingsmod.PROBLEM_BASELINE.format(
                     value=session_settings.baseline_path, reason=e)))) \
                 from None
+    if session_settings.dump_dir:
+        try:
+            settingsmod.check_dump_dir(session_settings.dump_dir,
+                                       session_settings.wheres["dump"])
+        except BadValue as e:
+            raise pytest.UsageError(str(e)) from None
     state = State(config, session_settings, baseline)
     config.stash[STATE] = state
     if session_settings.defaults.repeat == 1 and state.worker_id is None:
@@ -486,7 +496,8 @@ class _OutOfBudget(Exception):
     """Raised by a diagnosis re-run that the budget has no time left for."""
 
 
-def _diagnose(item, runner, test_runs, leaking, mode, run_time):
+def _diagnose(item, runner, test_runs, leaking, mode, run_time,
+              keep_objects=False, capture_dir=None):
     """leakcheck.diagnose() over more runs of the test, each followed by
     the settle hook, as in the series.  Tracing starts one run earlier than
     the diagnosis compares (diagnose() does that itself, and stops tracing
@@ -499,7 +510,10 @@ def _diagnose(item, runner, test_runs, leaking, mode, run_time):
     that would start past it (tracing makes a run ~10 times slower) is not
     made, and the diagnosis says so.  `mode` "cheap" traces one frame deep
     and compares one run; "off" re-runs nothing.  `test_runs` (a
-    perrun.Runs) counts the re-runs and gives each its time limit."""
+    perrun.Runs) counts the re-runs and gives each its time limit.  With
+    `keep_objects`, the diagnosis holds what the runs left alive (for the
+    dump) until the caller drops it; with `capture_dir`, memray's capture
+    is kept there."""
     if mode == "off":
         return None, MSG_DIAGNOSIS_OFF
     budget = max(settingsmod.DIAGNOSE_FLOOR,
@@ -527,7 +541,9 @@ def _diagnose(item, runner, test_runs, leaking, mode, run_time):
             started = True
             run_once()
         diagnosis = leakcheck.diagnose(run_once, list(leaking), runs=runs,
-                                       ignore=_HARNESS)
+                                       ignore=_HARNESS,
+                                       keep_objects=keep_objects,
+                                       capture_dir=capture_dir)
     except _OutOfBudget:
         pass
     except Exception:
@@ -545,6 +561,19 @@ def _diagnose(item, runner, test_runs, leaking, mode, run_time):
             diagnosis.notes[:] = [n for n in diagnosis.notes
                                   if not n.startswith(over)] + [note]
     return diagnosis, note
+
+
+def _dump(directory, item, series, diagnosis):
+    """Writes the test's dump (dropping the objects the diagnosis kept);
+    the line that says where, or why not."""
+    try:
+        path = leakcheck.write_dump(directory, item.nodeid, diagnosis,
+                                    deltas=series.deltas, ignore=_HARNESS)
+    except Exception as e:
+        diagnosis.survivors = None
+        return MSG_DUMP_FAILED.format(directory=directory,
+                                      error=f"{type(e).__name__}: {e}")
+    return MSG_DUMP.format(path=path)
 
 
 def _record(item, state, settings, verdict, outcome, series=None,
@@ -712,11 +741,16 @@ def _hunt(item, nextitem, state):
         call.outcome = "failed"
         call.longrepr = msg
     elif series.leaked:
+        dump_dir = state.settings.dump_dir
         diagnosis, note = _diagnose(item, runner, runs, series.leaking,
-                                    state.settings.diagnose, run_time)
+                                    state.settings.diagnose, run_time,
+                                    keep_objects=bool(dump_dir),
+                                    capture_dir=dump_dir)
         text = series.report(diagnosis=diagnosis)
         if note is not None and diagnosis is None:
             text += f"\nnote: {note}"
+        if dump_dir and diagnosis is not None:
+            text += "\n" + _dump(dump_dir, item, series, diagnosis)
         known = reportmod.is_known(state.baseline, item.nodeid,
                                    series.leaking)
         rec = _record(item, state, settings, "leak", outcome, series=series,

@@ -60,6 +60,10 @@ HELP_PROBES = ("comma-separated probes to judge, or 'all' (default: the "
                "package's default set; see leakcheck.probes())")
 HELP_REPORT = ("write a JSON report (schema leakcheck-report/1) of every "
                "checked test to PATH; one merged file under pytest-xdist")
+HELP_DUMP = ("write, for each leaking test, a file of the objects its runs "
+             "left behind (type, size, safe repr, what holds them; schema "
+             "leakcheck-dump/1) into DIR; 'python -m leakcheck show FILE' "
+             "summarises one")
 HELP_BASELINE = ("known leaks (a file 'python -m leakcheck gate "
                  "--write-baseline' wrote): they are reported but do not "
                  "fail their tests")
@@ -81,6 +85,7 @@ OPTIONS = (
     ("--leaks-report", "leaks_report", HELP_REPORT, "PATH", "string"),
     ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH", "string"),
     ("--leaks-diagnose", "leaks_diagnose", HELP_DIAGNOSE, "MODE", "string"),
+    ("--leaks-dump", "leaks_dump", HELP_DUMP, "DIR", "string"),
 )
 NO_LEAKS = "--no-leaks"
 
@@ -149,6 +154,7 @@ PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
 PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
 PROBLEM_REPORT = "cannot write report {value}: {reason}"
 PROBLEM_DIAGNOSE = "diagnose must be one of {valid}, not {value!r}"
+PROBLEM_DUMP = "cannot write dumps into {value}: {reason}"
 
 
 class BadValue(ValueError):
@@ -262,6 +268,7 @@ class SessionSettings:
     defaults: Settings
     report_path: object      # str or None
     baseline_path: object    # str or None
+    dump_dir: object         # str or None
     sources: dict            # setting -> "command line" | "ini" | "default"
     wheres: dict             # setting -> where its value came from, for
                              # messages (only for those set)
@@ -353,6 +360,8 @@ def from_config(config):
     if diagnose not in DIAGNOSE_MODES:
         raise BadValue(where, PROBLEM_DIAGNOSE.format(
             valid=", ".join(DIAGNOSE_MODES), value=diagnose))
+    dump, wheres["dump"], sources["dump"] = _raw(
+        config, "--leaks-dump", "leaks_dump")
     return SessionSettings(
         hunt_all=hunt,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
@@ -361,6 +370,7 @@ def from_config(config):
                           wheres["report"]),
         baseline_path=_path(config, baseline, sources["baseline"],
                             wheres["baseline"]),
+        dump_dir=_path(config, dump, sources["dump"], wheres["dump"]),
         sources=sources, wheres=wheres, diagnose=diagnose,
         hunt_none=hunt_none)
 
@@ -378,6 +388,19 @@ def _path(config, value, source, where):
     if source == "ini" and config.inipath and not os.path.isabs(value):
         value = os.path.join(os.path.dirname(str(config.inipath)), value)
     return os.path.abspath(value)
+
+
+def check_dump_dir(path, where):
+    """Makes the dump folder `path` if missing and checks that files can be
+    made in it; BadValue naming `where` otherwise."""
+    import tempfile
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".leakcheck-"):
+            pass
+    except OSError as e:
+        raise BadValue(where, PROBLEM_DUMP.format(
+            value=path, reason=e.strerror or e)) from None
 
 
 def for_item(item, defaults):

@@ -1,0 +1,259 @@
+"""--leaks-dump: a file per leaking test of what its runs left behind, read
+by leakcheck.load_dump and summarised by ``python -m leakcheck show``;
+under pytest-xdist; a folder that cannot be written; unusable dumps."""
+
+import json
+import sys
+
+import pytest
+
+import leakcheck
+from leakcheck import _dump
+from pytest_leakcheck import settings as settingsmod
+
+LEAKY = '''
+import os
+
+_KEPT = []
+
+class Leaked:
+    def __init__(self):
+        self.payload = bytearray(3000)
+
+    def __repr__(self):
+        # A repr the dump must never call: it would hang a real one.
+        with open(os.environ["REPR_LOG"], "a") as f:
+            f.write("called\\n")
+        raise RuntimeError("no repr")
+
+def test_leaks():
+    _KEPT.append(Leaked())
+
+def test_clean():
+    assert sorted([3, 1, 2]) == [1, 2, 3]
+'''
+
+
+def run_cli(pytester, *args):
+    return pytester.run(sys.executable, "-m", "leakcheck", *args)
+
+
+def instance_lines(line):
+    """What "allocated" may read for an instance of a class allocated at
+    `line`: CPython 3.11's tracemalloc has no traceback for an instance
+    whose dict is managed by the interpreter (3.9, 3.10, 3.12+ have)."""
+    return (line, None) if sys.version_info[:2] == (3, 11) else (line,)
+
+
+def dumps(folder):
+    return sorted(folder.glob("*" + _dump.SUFFIX))
+
+
+def test_dump_of_a_leaking_test(pytester, monkeypatch):
+    repr_log = pytester.path / "repr.log"
+    monkeypatch.setenv("REPR_LOG", str(repr_log))
+    pytester.makepyfile(test_kept=LEAKY)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-dump=out")
+    result.assert_outcomes(failed=1, passed=1)
+    files = dumps(pytester.path / "out")
+    assert len(files) == 1          # the clean test leaves none
+    assert files[0].name == _dump.dump_name("test_kept.py::test_leaks")
+    result.stdout.fnmatch_lines(["*" + _dump_line(files[0])])
+    assert not list((pytester.path / "out").glob(".leakcheck-*"))
+
+    data = leakcheck.load_dump(str(files[0]))
+    assert data["schema"] == _dump.SCHEMA
+    assert data["test"] == "test_kept.py::test_leaks"
+    assert "objects" in data["leaking"]
+    by_type = {}
+    for entry in data["objects"]:
+        by_type.setdefault(entry["type"], []).append(entry)
+    leaked = by_type["test_kept.Leaked"]
+    assert len(leaked) == data["runs"] == 2
+    where = pytester.path / "test_kept.py"
+    source = where.read_text().splitlines()
+    for entry in leaked:
+        assert entry["allocated"] in instance_lines(
+            f"{where}:{source.index('    _KEPT.append(Leaked())') + 1}")
+        assert entry["repr"] == f"<test_kept.Leaked object at {entry['id']:#x}>"
+        assert entry["size"] > 0
+        assert entry["chain"]["expression"].startswith("test_kept._KEPT[")
+    payloads = by_type["bytearray"]
+    assert len(payloads) == 2
+    assert all(p["size"] >= 3000 for p in payloads)
+    assert payloads[0]["chain"]["expression"].endswith("].payload")
+    line = source.index("        self.payload = bytearray(3000)") + 1
+    assert all(p["allocated"] == f"{where}:{line}" for p in payloads)
+    # Before 3.11 (and for instances whose dict was made), the instance's
+    # __dict__ is an object of its own.
+    assert set(by_type) - {"dict"} == {"test_kept.Leaked", "bytearray"}
+    assert not repr_log.exists()    # no user repr ran
+
+    show = run_cli(pytester, "show", str(files[0]))
+    assert show.ret == 0, show.stderr.str()
+    show.stdout.fnmatch_lines([
+        "leakcheck dump of test_kept.py::test_leaks (leakcheck-dump/1)",
+        f"Total {len(data['objects'])} objects, {len(by_type)} types, *",
+        "Index*Count*Size*Kind",
+        "    0       2 * bytearray",
+        "*       2 * test_kept.Leaked",
+        "  test_kept.Leaked: 2 of 2 held by test_kept._KEPT?...?",
+    ])
+
+
+FIXTURE_HELD = '''
+import pytest
+
+class Entry:
+    pass
+
+@pytest.fixture(scope="module")
+def registry():
+    return []
+
+def test_registers(registry):
+    registry.append(Entry())
+'''
+
+
+def test_what_only_the_harness_holds_is_listed_too(pytester):
+    """An object the test made and a module-scoped fixture keeps: pytest
+    holds it, yet the test allocated it."""
+    pytester.makepyfile(test_registry=FIXTURE_HELD)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-dump=out")
+    result.assert_outcomes(failed=1)
+    (path,) = dumps(pytester.path / "out")
+    data = leakcheck.load_dump(str(path))
+    entries = [e for e in data["objects"]
+               if e["type"] == "test_registry.Entry"]
+    assert len(entries) == 2, data["objects"]
+    line = (pytester.path / "test_registry.py").read_text().splitlines() \
+        .index("    registry.append(Entry())")
+    for entry in entries:
+        assert entry["allocated"] in instance_lines(
+            f"{pytester.path / 'test_registry.py'}:{line + 1}")
+
+
+def _dump_line(path):
+    from pytest_leakcheck import plugin
+    return plugin.MSG_DUMP.format(path=path)
+
+
+def test_no_dump_for_a_clean_run(pytester):
+    pytester.makepyfile(test_clean="def test_clean():\n    pass\n")
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-dump=out")
+    result.assert_outcomes(passed=1)
+    assert dumps(pytester.path / "out") == []
+
+
+def test_dumps_under_xdist(pytester):
+    pytest.importorskip("xdist")
+    source = "_KEPT = []\n" + "".join(
+        f"def test_leaks_{i}():\n    _KEPT.append([{i}])\n\n"
+        for i in range(6))
+    pytester.makepyfile(test_many=source)
+    pytester.makeini("[pytest]\nleaks_dump = out\n")
+    result = pytester.runpytest_subprocess("--leaks", "-n", "2")
+    result.assert_outcomes(failed=6)
+    files = dumps(pytester.path / "out")
+    assert len(files) == 6
+    tests = sorted(leakcheck.load_dump(str(f))["test"] for f in files)
+    assert tests == [f"test_many.py::test_leaks_{i}" for i in range(6)]
+    for f in files:
+        kept = leakcheck.load_dump(str(f))["objects"]
+        assert kept and all(e["type"] == "list" for e in kept)
+
+
+@pytest.mark.parametrize("ini", [False, True])
+def test_a_folder_that_cannot_be_written_is_a_usage_error(pytester, ini):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    (pytester.path / "taken").write_text("a file, not a folder")
+    target = pytester.path / "taken" / "dumps"
+    if ini:
+        pytester.makeini(f"[pytest]\nleaks_dump = {target}\n")
+        result = pytester.runpytest_subprocess("--leaks")
+        where = settingsmod.WHERE_INI.format(
+            key="leaks_dump", inifile=pytester.path / "tox.ini")
+    else:
+        result = pytester.runpytest_subprocess("--leaks",
+                                               f"--leaks-dump={target}")
+        where = settingsmod.WHERE_CLI.format(option="--leaks-dump")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: " + settingsmod.MSG_BAD_VALUE.format(
+            where=where, problem=settingsmod.PROBLEM_DUMP.format(
+                value=target, reason="Not a directory"))])
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "cannot read dump {path}: No such file or directory"),
+    ("", "dump {path} is empty"),
+    ('{"schema": "leakcheck-dump/1", "objects": 1}\n{"type": "list", "si',
+     "dump {path}: line 2 is not valid JSON (a truncated file?)*"),
+    ('{"schema": "leakcheck-dump/1", "objects": 2}\n'
+     '{"type": "list", "size": 56}\n',
+     "dump {path} lists 1 objects, its header says 2 (a truncated file?)"),
+    ('{"schema": "leakcheck-report/1", "tests": []}',
+     "dump {path} has schema 'leakcheck-report/1', expected "
+     "'leakcheck-dump/1'"),
+    ("[1, 2]", "dump {path}: line 1 is not a JSON object"),
+])
+def test_show_on_unusable_input_exits_2(pytester, content, reason):
+    path = pytester.path / "bad.leaks.jsonl"
+    if content is not None:
+        path.write_text(content)
+    result = run_cli(pytester, "show", str(path))
+    assert result.ret == 2
+    assert result.outlines == []
+    assert len(result.errlines) == 1
+    result.stderr.fnmatch_lines(["leakcheck show: error: "
+                                 + reason.format(path=path)])
+    with pytest.raises(ValueError, match="dump"):
+        leakcheck.load_dump(str(path))
+
+
+class _Loud(str):
+    def __repr__(self):
+        raise AssertionError("user repr called")
+
+
+class _Slow:
+    def __repr__(self):
+        raise AssertionError("user repr called")
+
+    def __sizeof__(self):
+        raise AssertionError("user __sizeof__ called")
+
+
+def test_safe_repr_never_runs_user_code():
+    assert _dump.safe_repr([1, "a", None, (2,), {"k": b"v"}]) == \
+        "[1, 'a', None, (2,), {'k': b'v'}]"
+    loud, slow = _Loud("x"), _Slow()
+    assert _dump.safe_repr(loud) == f"<{__name__}._Loud object at {id(loud):#x}>"
+    assert _dump.safe_repr([slow]) == \
+        f"[<{__name__}._Slow object at {id(slow):#x}>]"
+    text = _dump.safe_repr("y" * 10000)
+    assert len(text) <= _dump.REPR_LIMIT and text.startswith("'yyy")
+    deep = [[[[1]]]]
+    assert _dump.safe_repr(deep) == "[[<list of 1>]]"
+    assert _dump.safe_repr(list(range(1000))).endswith("...")
+    assert _dump.safe_size(slow) == object.__sizeof__(slow)
+    assert _dump.safe_size([]) == sys.getsizeof([])
+
+
+def test_dump_names_stay_apart():
+    ids = ["a/test_x.py::test[1]", "b/test_x.py::test[1]",
+           "test_x.py::test[</script>]", "test_x.py::test[<script>]"]
+    names = {_dump.dump_name(i) for i in ids}
+    assert len(names) == len(ids)
+    assert all("/" not in n and n.endswith(_dump.SUFFIX) for n in names)
+    assert _dump.dump_name(ids[0]).startswith("test_x.py_test_1-")
+
+
+def test_a_report_and_its_format_are_json(tmp_path):
+    leakcheck  # the module is importable without pytest
+    header = {"schema": _dump.SCHEMA, "test": "t", "objects": 0}
+    (tmp_path / "d.leaks.jsonl").write_text(json.dumps(header) + "\n")
+    data = leakcheck.load_dump(str(tmp_path / "d.leaks.jsonl"))
+    assert data["objects"] == [] and data["test"] == "t"
+    assert "no surviving objects listed" in "\n".join(_dump.summary(data))
