@@ -57,6 +57,7 @@ def test_dump_of_a_leaking_test(pytester, monkeypatch):
     result.assert_outcomes(failed=1, passed=1)
     files = dumps(pytester.path / "out")
     assert len(files) == 1          # the clean test leaves none
+    assert len(list((pytester.path / "out").iterdir())) <= 2   # + capture
     assert files[0].name == _dump.dump_name("test_kept.py::test_leaks")
     result.stdout.fnmatch_lines(["*" + _dump_line(files[0])])
     assert not list((pytester.path / "out").glob(".leakcheck-*"))
@@ -86,6 +87,17 @@ def test_dump_of_a_leaking_test(pytester, monkeypatch):
     # __dict__ is an object of its own.
     assert set(by_type) - {"dict"} == {"test_kept.Leaked", "bytearray"}
     assert not repr_log.exists()    # no user repr ran
+
+    try:
+        import memray
+    except ImportError:     # the leakcheck[native] extra is not installed
+        assert data["capture"] is None
+    else:
+        # memray's capture of the diagnosis' runs, beside the dump.
+        capture = files[0].parent / data["capture"]
+        assert capture.name == files[0].name.replace(_dump.SUFFIX,
+                                                     _dump.CAPTURE_SUFFIX)
+        assert memray.FileReader(str(capture)).metadata.total_allocations > 0
 
     show = run_cli(pytester, "show", str(files[0]))
     assert show.ret == 0, show.stderr.str()
@@ -141,7 +153,7 @@ def test_no_dump_for_a_clean_run(pytester):
     pytester.makepyfile(test_clean="def test_clean():\n    pass\n")
     result = pytester.runpytest_subprocess("--leaks", "--leaks-dump=out")
     result.assert_outcomes(passed=1)
-    assert dumps(pytester.path / "out") == []
+    assert list((pytester.path / "out").iterdir()) == []
 
 
 def test_dumps_under_xdist(pytester):
