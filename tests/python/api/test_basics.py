@@ -114,7 +114,9 @@ def test_snapshots_see_each_allocator(leaky):
     assert (d - c)["py_allocs"] == 1
     assert 300 <= (d - c)["py_bytes"] < 300 + 32
     assert (d - c)["blocks"] == 0
-    assert (e - d)["native_bytes"] >= 1 << 20
+    # 1 MiB malloc()ed, give or take what the interpreter freed meanwhile
+    # (3.10: a kept frame swapped, -48 bytes)
+    assert (e - d)["native_bytes"] >= (1 << 20) - 4096
     assert (e - d)["py_allocs"] == 0 and (e - d)["blocks"] == 0
 
 

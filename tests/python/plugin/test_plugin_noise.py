@@ -52,7 +52,12 @@ def test_reports_name_the_threads_that_ran_meanwhile(pytester, read_report):
 def test_repeat_one_is_warned_about(pytester, how, where):
     pytester.makepyfile("def test_one():\n    pass\n")
     result = pytester.runpytest_subprocess("--leaks", *how)
-    result.assert_outcomes(passed=1)
+    # The verdict itself is what the warning is about: a single delta of
+    # a session's first test can read a table that grows once (3.11: a
+    # dict resized, py_bytes +1088).  The test runs and is judged.
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1, \
+        outcomes
     result.stdout.fnmatch_lines(
         ["*" + plugin.MSG_REPEAT_ONE.format(where=where)[:60] + "*"])
 
