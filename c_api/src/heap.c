@@ -37,6 +37,9 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -65,20 +68,183 @@
 /*
  * glibc's per-thread cache (tcache) keeps up to 7 freed chunks per size
  * class, and mallinfo counts them as in use: a clean malloc/free pair can
- * look like growth.  Filling every class of the calling thread's cache
- * before each reading puts the cache in the same state every time, so
- * it cancels out of any delta.  Cost: 64 x 7 malloc/free pairs.
+ * look like growth, and which chunks sit in the cache depends on what ran
+ * before, not on what the code under test keeps.
  *
- * malloc may hand out a chunk one class larger than asked (when splitting
- * a free chunk would leave less than a minimum chunk), and freeing it
- * fills that class, not this one: such strays are set aside until the
- * class holds 7 chunks of its own size.  Classes go in ascending order,
- * so the class a stray lands in is filled after it.
+ * Where the cache can be read, the reading leaves it out: the main
+ * thread's cache is the first chunk of the brk heap (glibc 2.30 and later:
+ * 64 uint16_t counts, then 64 list heads; chunk size 0x290).  That layout
+ * is trusted only after a self-test: a chunk freed into a class with room
+ * must become that class's list head and raise its count by one, in two
+ * classes.  Elsewhere (another layout, a heap not made by brk, a reading
+ * from another thread) every class of the calling thread's cache is
+ * filled before each reading instead, so that it is in the same state
+ * each time: which fails when malloc has no chunk of a class's exact size
+ * to hand (it hands out a larger free chunk whose remainder would be too
+ * small to split off, and the class stays short).
  */
+#if defined(LC_HAVE_MALLINFO2)
 #define LC__TCACHE_BINS 64
 #define LC__TCACHE_COUNT 7
 #define LC__TCACHE_STRAYS 32
+#define LC__TCACHE_CHUNK 0x290      /* sizeof the struct + header, 2.30+  */
 
+static struct {
+    int known;                  /* 1 once looked for                       */
+    const volatile uint16_t *counts;   /* NULL: not readable               */
+    void *const volatile *heads;
+    pid_t owner;                /* the thread whose cache it is            */
+    int owner_forks;            /* 1 while the owner is in fork()          */
+} tcache;
+
+static pid_t
+thread_id(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+/* A child forked by the owner goes on with the owner's cache, at the same
+ * address; a child forked by another thread does not. */
+static void
+tcache_prepare_fork(void)
+{
+    tcache.owner_forks = thread_id() == tcache.owner;
+}
+
+static void
+tcache_parent_forked(void)
+{
+    tcache.owner_forks = 0;
+}
+
+static void
+tcache_child_forked(void)
+{
+    if (tcache.owner_forks)
+        tcache.owner = thread_id();
+    else
+        tcache.counts = NULL;
+    tcache.owner_forks = 0;
+}
+
+static size_t
+tcache_chunk(size_t bin)
+{
+    return 32 + 16 * bin;
+}
+
+/* The start of the brk heap, from /proc/self/maps; 0 when there is none.
+ * read() into a stack buffer: no malloc. */
+static uintptr_t
+brk_heap_start(void)
+{
+    char buf[4096], line[512];
+    size_t len = 0;
+    ssize_t got;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    uintptr_t start = 0;
+
+    if (fd < 0)
+        return 0;
+    while (start == 0 && (got = read(fd, buf, sizeof buf)) > 0) {
+        ssize_t i;
+        for (i = 0; i < got; i++) {
+            if (buf[i] != '\n') {
+                if (len < sizeof line - 1)
+                    line[len++] = buf[i];
+                continue;
+            }
+            line[len] = '\0';
+            len = 0;
+            if (strstr(line, "[heap]") != NULL) {
+                start = (uintptr_t)strtoull(line, NULL, 16);
+                break;
+            }
+        }
+    }
+    close(fd);
+    return start;
+}
+
+/* Whether freeing a chunk of `bin`'s size puts it at the head of that
+ * class in the cache found, one more in its count. */
+static int
+tcache_follows_free(const volatile uint16_t *counts,
+                    void *const volatile *heads,
+                    size_t bin)
+{
+    size_t request = tcache_chunk(bin) - 8;
+    void *volatile p = malloc(request);
+    void *volatile room = NULL;
+    unsigned before;
+    int ok;
+
+    if (p == NULL)
+        return 0;
+    if (counts[bin] >= LC__TCACHE_COUNT)
+        room = malloc(request);         /* taken from the full class      */
+    before = counts[bin];
+    free(p);
+    ok = before < LC__TCACHE_COUNT && counts[bin] == before + 1 &&
+         heads[bin] == p;
+    free(room);
+    return ok;
+}
+
+static void
+find_tcache(void)
+{
+    uintptr_t start;
+    const size_t *size;
+    const volatile uint16_t *counts;
+    void *const volatile *heads;
+
+    tcache.known = 1;
+    free(malloc(1));                    /* the cache exists from here on  */
+    start = brk_heap_start();
+    if (start == 0 || getpid() != thread_id())
+        return;
+    size = (const size_t *)(start + sizeof(size_t));
+    if ((*size & ~(size_t)7) != LC__TCACHE_CHUNK)
+        return;
+    counts = (const volatile uint16_t *)(start + 2 * sizeof(size_t));
+    heads = (void *const volatile *)(counts + LC__TCACHE_BINS);
+    if (!tcache_follows_free(counts, heads, 0) ||
+        !tcache_follows_free(counts, heads, 37) ||
+        !tcache_follows_free(counts, heads, LC__TCACHE_BINS - 1))
+        return;
+    if (pthread_atfork(tcache_prepare_fork, tcache_parent_forked,
+                       tcache_child_forked) != 0)
+        return;
+    tcache.counts = counts;
+    tcache.heads = heads;
+    tcache.owner = thread_id();
+}
+
+/* Bytes in the calling thread's cache when it can be read, else -1. */
+static int64_t
+tcache_bytes(void)
+{
+    int64_t bytes = 0;
+    size_t bin;
+
+    if (!tcache.known)
+        find_tcache();
+    if (tcache.counts == NULL || thread_id() != tcache.owner)
+        return -1;
+    for (bin = 0; bin < LC__TCACHE_BINS; bin++)
+        bytes += (int64_t)tcache.counts[bin] * (int64_t)tcache_chunk(bin);
+    return bytes;
+}
+
+/*
+ * The other way: filling every class of the calling thread's cache.
+ * Cost: 64 x 7 malloc/free pairs.  malloc may hand out a chunk one class
+ * larger than asked, and freeing it fills that class, not this one: such
+ * strays are set aside until the class holds 7 chunks of its own size.
+ * Classes go in ascending order, so the class a stray lands in is filled
+ * after it.
+ */
 static void
 fill_tcache(void)
 {
@@ -87,7 +253,7 @@ fill_tcache(void)
     int n, strays;
 
     for (bin = 0; bin < LC__TCACHE_BINS; bin++) {
-        size_t request = 24 + 16 * bin;   /* lands in tcache bin `bin` */
+        size_t request = tcache_chunk(bin) - 8;   /* lands in `bin`     */
         n = strays = 0;
         while (n < LC__TCACHE_COUNT && strays < LC__TCACHE_STRAYS) {
             void *p = malloc(request);
@@ -104,6 +270,7 @@ fill_tcache(void)
             free(stray[--strays]);
     }
 }
+#endif /* LC_HAVE_MALLINFO2 */
 
 /* ---- the readers ---------------------------------------------------------- */
 
@@ -197,10 +364,16 @@ read_mallinfo2(const lc__leak_counts *unused)
 {
     struct mallinfo2 mi;
 
+    int64_t cached;
+
     (void)unused;
-    fill_tcache();
+    cached = tcache_bytes();
+    if (cached < 0) {
+        fill_tcache();
+        cached = 0;
+    }
     mi = mallinfo2();
-    return (int64_t)mi.uordblks + (int64_t)mi.hblkhd;
+    return (int64_t)mi.uordblks + (int64_t)mi.hblkhd - cached;
 }
 #endif
 
@@ -309,7 +482,10 @@ choose_source(void)
 #if defined(LC_HAVE_MALLINFO2)
     if (follows_malloc(read_mallinfo2)) {
         heap.read = read_mallinfo2;
-        heap.doc = "C heap in use (glibc mallinfo2)";
+        heap.doc = tcache.counts != NULL
+                       ? "C heap in use (glibc mallinfo2, less the chunks "
+                         "in the main thread's malloc cache)"
+                       : "C heap in use (glibc mallinfo2)";
         return;
     }
 #endif

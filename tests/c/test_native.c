@@ -16,6 +16,7 @@
 #include <leakcheck.h>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +83,77 @@ START_TEST(clean_native_bytes_scope_small)
     lc_test_kept_block = filled_block(SMALL_LEAK);
     free(lc_test_kept_block);
     lc_test_kept_block = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/*
+ * A heap with free chunks one class larger than 24 bytes asks and none of
+ * its own size: malloc(24) then hands out a 48-byte chunk, and freeing it
+ * fills the other class of glibc's per-thread cache.  A reading that
+ * counts that cache, or that tries to fill it to the same state each
+ * time, reads a clean malloc/free pair as growth (+192 seen).
+ */
+#define NO_EXACT_PAIRS 64
+#define NO_EXACT_DRAIN 20000
+static void *no_exact_pairs[2 * NO_EXACT_PAIRS];
+static void *no_exact_drained[NO_EXACT_DRAIN];
+static int no_exact_count;
+
+static void
+no_exact_chunk_begin(void)
+{
+    int i;
+
+    for (i = 0; i < 2 * NO_EXACT_PAIRS; i++)
+        no_exact_pairs[i] = malloc(40);
+    for (i = 0; i < 2 * NO_EXACT_PAIRS; i += 2) {   /* a hole between two */
+        free(no_exact_pairs[i]);
+        no_exact_pairs[i] = NULL;
+    }
+    free(malloc(4000));         /* sorts the freed chunks into their bin  */
+    no_exact_count = 0;
+    while (no_exact_count < NO_EXACT_DRAIN) {
+        void *p = malloc(24);
+        ck_assert_ptr_nonnull(p);
+        no_exact_drained[no_exact_count++] = p;
+        if (malloc_usable_size(p) != 24)
+            break;              /* no chunk of its own size is left       */
+    }
+}
+
+static void
+no_exact_chunk_end(void)
+{
+    int i;
+
+    for (i = 0; i < no_exact_count; i++)
+        free(no_exact_drained[i]);
+    for (i = 0; i < 2 * NO_EXACT_PAIRS; i++)
+        free(no_exact_pairs[i]);
+}
+
+START_TEST(clean_native_bytes_scope_no_exact_chunk)
+{
+    int i;
+
+    no_exact_chunk_begin();
+    for (i = 0; i < 5; i++) {
+        LEAK_SCOPE_BEGIN(s);
+        lc_test_kept_block = malloc(24);
+        free(lc_test_kept_block);
+        lc_test_kept_block = NULL;
+        LEAK_SCOPE_END(s);
+    }
+    no_exact_chunk_end();
+}
+END_TEST
+
+START_TEST(leak_native_bytes_scope_no_exact_chunk)
+{
+    no_exact_chunk_begin();
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_block = malloc(24);
     LEAK_SCOPE_END(s);
 }
 END_TEST
@@ -345,6 +417,8 @@ native_suite(void)
     harness_add(s, clean_native_bytes_scope);
     harness_add(s, leak_native_bytes_scope_small);
     harness_add(s, clean_native_bytes_scope_small);
+    harness_add(s, clean_native_bytes_scope_no_exact_chunk);
+    harness_add(s, leak_native_bytes_scope_no_exact_chunk);
     harness_add(s, clean_native_bytes_stdio_first_use);
     harness_add(s, leak_fds_scope);
     harness_add(s, clean_fds_scope);
