@@ -56,9 +56,12 @@ than making every snapshot fail.
 import collections.abc
 import functools
 import gc
+import operator
 import sys
 import types
 import weakref
+from collections import deque
+from itertools import compress, repeat
 from abc import ABC, ABCMeta
 
 from . import _core
@@ -427,6 +430,9 @@ def _deactivate_opcache():
 
 
 _plan = None
+_exhaust = deque(maxlen=0).extend
+_deref = weakref.ref.__call__
+_not_none = functools.partial(operator.is_not, None)
 
 
 def settle():
@@ -457,18 +463,19 @@ def settle():
         except Exception:
             pass
     _clear_linecache(modules.get("linecache"))
+    # The loops over every ABC and every module run in C (map, filter,
+    # compress): settling runs before every snapshot.
     try:
-        for ref in plan.abcs:
-            cls = ref()
-            if cls is not None:
-                _reset_caches(cls)
+        _exhaust(map(_reset_caches, filter(_not_none,
+                                           map(_deref, plan.abcs))))
     except Exception:
         pass
     # warnings.warn() makes a __warningregistry__ in the module it blames
     # and adds an entry per distinct warning.  Emptied, not deleted: adding
     # and deleting a key now and then resizes the module's namespace.
-    for namespace in [ns for ns in plan.namespaces
-                      if "__warningregistry__" in ns]:
+    namespaces = plan.namespaces
+    for namespace in list(compress(namespaces, map(
+            dict.__contains__, namespaces, repeat("__warningregistry__")))):
         registry = namespace.get("__warningregistry__")
         if type(registry) is dict:
             registry.clear()

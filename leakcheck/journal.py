@@ -99,6 +99,11 @@ def _write_all(fd, data):
         data = data[os.write(fd, data):]
 
 
+# One encoder for every line: json.dumps() with arguments makes a new one
+# per call.
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 class Journal:
     """The writing end: a journal created afresh at `path` (whatever was
     there is replaced).  Raises OSError when it cannot be written."""
@@ -118,9 +123,7 @@ class Journal:
     def write(self, event):
         """Appends one event as one line with one write: a kill leaves it
         whole or, at worst, the last line torn."""
-        _write_all(self.fd, (json.dumps(event, separators=(",", ":"),
-                                        default=str)
-                             + "\n").encode("ascii"))
+        _write_all(self.fd, (_encode(event) + "\n").encode("ascii"))
 
     def close(self, remove):
         if self.fd is not None:

@@ -663,8 +663,15 @@ def _rerun_failed(failure, runs, run):
 
 
 def _location(item):
-    """Where the test is defined, for the series' report."""
-    path, lineno, _ = item.reportinfo()
+    """Where the test is defined, for the series' report: from
+    item.location, which pytest computes once per item (reportinfo() finds
+    the source line anew on each call)."""
+    try:
+        relpath, lineno, _ = item.location
+        path = os.path.normpath(os.path.join(str(item.config.rootpath),
+                                             relpath))
+    except Exception:
+        path, lineno, _ = item.reportinfo()
     return str(path), (lineno or 0) + 1
 
 
