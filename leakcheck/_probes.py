@@ -38,8 +38,8 @@ _INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
 # tests/python/api/test_clean.py, which runs clean code under them many
 # times, and the plugin's clean suites): the Python probes, the native heap,
 # fds and threads.  native_bytes is there because a forgotten free() is the
-# commonest leak in C code and no Python probe sees it; the engine brings
-# glibc's per-thread cache to the same state before every reading, and a
+# commonest leak in C code and no Python probe sees it; the engine leaves
+# glibc's per-thread cache out of its reading (c_api/src/heap.c), and a
 # series needs growth in every run, so what glibc grows once (a thread's
 # arena, a stdio buffer) is no verdict.  valgrind is left out because a
 # leak check per snapshot costs seconds.  Probes that cannot be read here
