@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import leakcheck
-from leaks import RELEASE_BUILD
+from leaks import RELEASE_BUILD, warm_after_profilers
 
 KEYS = {"leaking", "runs", "objects", "allocations", "native", "refcounts",
         "garbage", "fds", "threads", "chains", "notes", "capture"}
@@ -246,6 +246,7 @@ def test_a_clean_run_never_computes_a_diagnosis(leaky, monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("diagnosis on a clean run")
 
+    warm_after_profilers()
     monkeypatch.setattr(verdicts, "diagnose", forbidden)
     monkeypatch.setattr(verdicts, "diagnose_after", forbidden)
     leakcheck.repeat(leaky.clean_new_list, 3)
