@@ -160,6 +160,19 @@ lc__threads_now(void)
     return count_entries("/proc/self/task");
 }
 
+/* Whether a /proc folder can be read; once it could, that is remembered
+ * (an access() per probe per snapshot cost ~2.5 us each): a reading that
+ * fails later is no reading, not a zero. */
+static int proc_fd_seen, proc_task_seen;
+
+static int
+readable_proc(const char *path, int *seen)
+{
+    if (!*seen && access(path, R_OK) == 0)
+        *seen = 1;
+    return *seen;
+}
+
 const char *
 lc__native_unavailable(int probe)
 {
@@ -167,11 +180,11 @@ lc__native_unavailable(int probe)
     case LC_PROBE_NATIVE_BYTES:
         return lc__heap_unavailable();
     case LC_PROBE_FDS:
-        return access("/proc/self/fd", R_OK) == 0
+        return readable_proc("/proc/self/fd", &proc_fd_seen)
                    ? NULL
                    : "/proc/self/fd cannot be read";
     case LC_PROBE_THREADS:
-        return access("/proc/self/task", R_OK) == 0
+        return readable_proc("/proc/self/task", &proc_task_seen)
                    ? NULL
                    : "/proc/self/task cannot be read";
     case LC_PROBE_VALGRIND:
