@@ -21,8 +21,9 @@ def test_a_leak_grows_in_every_run(case, leaky, garbage_cleanup):
                                probes=[case.probe])
     assert series.done and series.leaked is True
     assert series.leaking == [case.probe]
-    # A verdict on the native heap alone is confirmed over 8 more runs.
-    runs = 3 + (8 if case.probe == "native_bytes" else 0)
+    # A verdict on a probe that counts bytes alone is confirmed over 8 more
+    # runs.
+    runs = 3 + (8 if case.probe in ("py_bytes", "native_bytes") else 0)
     assert series.runs == runs and calls == 1 + runs
     assert series.warmup == 1 and series.repeat == 3
     assert series.probes == [case.probe]
@@ -205,3 +206,56 @@ def test_a_verdict_on_the_native_heap_alone_is_confirmed_by_more_runs(
         assert series.leaking == [] and sum(deltas[-4:]) < 1
         assert "not confirmed over 8 more runs" in series.report()
     assert len(series.deltas["blocks"]) == 4      # no confirmation for it
+
+
+def _raw_grower(runs_that_grow, every=1):
+    """A body that grows one PyMem_RawRealloc()ed block by 4 KiB in each
+    of its first `runs_that_grow` runs (after the first five, only in every
+    `every`th run): py_bytes grows, with no new block, allocation or
+    object.  A dict or list resized with room to spare creeps that way for
+    a few runs; a buffer that is never given back grows so for good."""
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyMem_RawRealloc.restype = ctypes.c_void_p
+    api.PyMem_RawRealloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    api.PyMem_RawFree.argtypes = [ctypes.c_void_p]
+    state = [api.PyMem_RawRealloc(None, 4096), 4096, 0, 0]  # block, size, calls, grown
+
+    def body():
+        state[2] += 1
+        skip = state[2] > 5 and state[2] % every
+        if not skip and state[3] < runs_that_grow:
+            state[1] += 4096
+            state[0] = api.PyMem_RawRealloc(state[0], state[1])
+            state[3] += 1
+    body.release = lambda: api.PyMem_RawFree(state[0])
+    return body
+
+
+@pytest.mark.parametrize("grows, every, leaked", [
+    (6, 1, False),          # creeps for a few runs, then stops
+    (10**6, 1, True),       # grows in every run
+    (10**6, 2, True),       # grows in every other run
+])
+def test_a_verdict_on_py_bytes_alone_is_confirmed_by_more_runs(
+        grows, every, leaked):
+    body = _raw_grower(grows, every)
+    body()
+    try:
+        series = leakcheck.Series(warmup=0, repeat=4,
+                                  probes=["py_bytes", "py_allocs", "blocks"])
+        while series.next():
+            body()
+    finally:
+        body.release()
+    assert series.leaked is leaked, series.report()
+    deltas = series.deltas["py_bytes"]
+    assert all(d >= 4096 for d in deltas[:4]), deltas
+    assert series.runs == 4 + 8
+    if leaked:
+        assert series.leaking == ["py_bytes"]
+        assert "  confirmed over 8 more runs" in series.report()
+    else:
+        assert series.leaking == [] and sum(deltas[-4:]) < 1
+        assert "not confirmed over 8 more runs" in series.report()
+
