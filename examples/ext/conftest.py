@@ -1,8 +1,8 @@
 """Builds the example extensions (leaky.c, fixed.c) when their tests run.
 
-Each module is compiled once per source and interpreter into a cache
-directory under the system temporary directory, straight with the C
-compiler CPython was built with (no setuptools needed), and imported from
+Each module is compiled once per source (its content and path) and
+interpreter into a cache directory under the system temporary directory,
+straight with the C compiler CPython was built with (no setuptools needed), and imported from
 there.  Concurrent builds (pytest-xdist workers) are safe: each compiles to
 a private name and renames it into place, and the rename is atomic.
 """
@@ -34,7 +34,11 @@ def _compile(name):
     """The path of the built extension module `name`, built if missing."""
     src = os.path.join(HERE, f"{name}.c")
     with open(src, "rb") as f:
-        digest = hashlib.sha256(f.read() + sys.version.encode()).hexdigest()
+        # The source's path too: the build's debug information names it,
+        # and a diagnosis prints it (a copy built elsewhere would name
+        # that copy's folder).
+        digest = hashlib.sha256(f.read() + src.encode() +
+                                sys.version.encode()).hexdigest()
     out_dir = os.path.join(_cache_dir(), digest[:16])
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, name + sysconfig.get_config_var("EXT_SUFFIX"))

@@ -207,10 +207,18 @@ _ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
                          "strndup"})
 
 
+def _memrays(path):
+    """Whether a file is memray's own: a folder of that name on its path
+    (its package, its sources), not any path that mentions it (a test
+    named test_without_memray_... built the user's extension there)."""
+    return "memray" in path.split("/") or \
+        os.path.basename(path).startswith(("_memray", "libmemray"))
+
+
 def _theirs(function, filename):
     """True for a native frame of memray, of the allocator or of CPython
     itself."""
-    if "memray" in filename or "memray" in function:
+    if _memrays(filename) or function.startswith("memray::"):
         return True
     name = filename
     while name.startswith(("./", "../")):
@@ -309,7 +317,7 @@ def _mapped_objects():
             continue
         seen.add(path)
         base = os.path.basename(path)
-        if (path in interpreter or "memray" in path
+        if (path in interpreter or _memrays(path)
                 or base.startswith(("libpython", "libc.", "libc-", "ld-",
                                     "libm.", "libpthread", "libstdc++",
                                     "libgcc_s", "libunwind", "liblz4",

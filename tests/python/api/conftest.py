@@ -33,7 +33,10 @@ def build_leakylib(debug_info=True):
     -g unless `debug_info` is false)."""
     flags = ["-g"] if debug_info else []
     with open(LEAKYLIB, "rb") as f:
-        digest = hashlib.sha256(f.read() + sys.version.encode()
+        # The source's path too: the debug information names it, and the
+        # tests of C lines compare it with this checkout's.
+        digest = hashlib.sha256(f.read() + LEAKYLIB.encode()
+                                + sys.version.encode()
                                 + sys.executable.encode()
                                 + repr(flags).encode()).hexdigest()
     tag = sysconfig.get_config_var("SOABI") or sys.implementation.cache_tag
