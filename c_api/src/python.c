@@ -286,10 +286,15 @@ lookup_interned(void)
     }
     api.DecRef(yes);
     if (interned_immortal() < 0) {
-        /* 3.12: no keyword; every interned string is immortal there. */
+        /* 3.12: no keyword; every interned string is immortal there.  On
+         * a later version without it, counting them all would take
+         * mortal ones out too: no correction then. */
+        const unsigned long *version =
+            (const unsigned long *)dlsym(RTLD_DEFAULT, "Py_Version");
         api.DecRef(py.interned_kwargs);
         py.interned_kwargs = NULL;
-        if (interned_immortal() < 0)
+        if (version == NULL || (*version >> 16) != 0x030C ||
+            interned_immortal() < 0)
             forget_interned();
     }
 }
