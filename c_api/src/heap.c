@@ -75,7 +75,7 @@
  * thread's cache is the first chunk of the brk heap (glibc 2.30 and later:
  * 64 uint16_t counts, then 64 list heads; chunk size 0x290).  That layout
  * is trusted only after a self-test: a chunk freed into a class with room
- * must become that class's list head and raise its count by one, in two
+ * must become that class's list head and raise its count by one, in three
  * classes.  Elsewhere (another layout, a heap not made by brk, a reading
  * from another thread) every class of the calling thread's cache is
  * filled before each reading instead, so that it is in the same state
