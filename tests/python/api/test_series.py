@@ -250,7 +250,9 @@ def test_a_verdict_on_py_bytes_alone_is_confirmed_by_more_runs(
         body.release()
     assert series.leaked is leaked, series.report()
     deltas = series.deltas["py_bytes"]
-    assert all(d >= 4096 for d in deltas[:4]), deltas
+    # Four runs grew (by 4 KiB, give or take the allocator's rounding of
+    # the first block): the first series alone would have called it a leak.
+    assert all(d >= 4000 for d in deltas[:4]), deltas
     assert series.runs == 4 + 8
     if leaked:
         assert series.leaking == ["py_bytes"]
