@@ -177,37 +177,6 @@ def _native_keeper(runs_that_keep, every=1):
     return body
 
 
-@pytest.mark.parametrize("keeps, every, leaked", [
-    (6, 1, False),          # creeps for a few runs, then stops
-    (10**6, 1, True),       # a forgotten free() in every run
-    (10**6, 2, True),       # a buffer that grows in every other run
-])
-def test_a_verdict_on_the_native_heap_alone_is_confirmed_by_more_runs(
-        keeps, every, leaked):
-    body = _native_keeper(keeps, every)
-    body()
-    try:
-        series = leakcheck.Series(warmup=0, repeat=4, probes=["native_bytes",
-                                                               "blocks"])
-        while series.next():
-            body()
-    finally:
-        body.release()
-    assert series.leaked is leaked, series.report()
-    deltas = series.deltas["native_bytes"]
-    # Four runs grew: the first series alone would have called it a leak.
-    assert all(d >= 4096 for d in deltas[:4]), deltas
-    assert len(deltas) == series.runs
-    assert series.runs == 4 + 8
-    if leaked:
-        assert series.leaking == ["native_bytes"]
-        assert "  confirmed over 8 more runs" in series.report()
-    else:
-        assert series.leaking == [] and sum(deltas[-4:]) < 1
-        assert "not confirmed over 8 more runs" in series.report()
-    assert len(series.deltas["blocks"]) == 4      # no confirmation for it
-
-
 def _raw_grower(runs_that_grow, every=1):
     """A body that grows one PyMem_RawRealloc()ed block by 4 KiB in each
     of its first `runs_that_grow` runs (after the first five, only in every
@@ -232,32 +201,41 @@ def _raw_grower(runs_that_grow, every=1):
     return body
 
 
-@pytest.mark.parametrize("grows, every, leaked", [
+# (probe, the body's factory, the probes read, least growth per run of the
+# first four: PyMem_RawRealloc's first 4 KiB can read 4080)
+_BYTE_PROBES = [
+    ("native_bytes", _native_keeper, ["native_bytes", "blocks"], 4096),
+    ("py_bytes", _raw_grower, ["py_bytes", "py_allocs", "blocks"], 4000),
+]
+
+
+@pytest.mark.parametrize("probe, make, probes, least", _BYTE_PROBES,
+                         ids=[p[0] for p in _BYTE_PROBES])
+@pytest.mark.parametrize("keeps, every, leaked", [
     (6, 1, False),          # creeps for a few runs, then stops
-    (10**6, 1, True),       # grows in every run
-    (10**6, 2, True),       # grows in every other run
+    (10**6, 1, True),       # a forgotten free() in every run
+    (10**6, 2, True),       # a buffer that grows in every other run
 ])
-def test_a_verdict_on_py_bytes_alone_is_confirmed_by_more_runs(
-        grows, every, leaked):
-    body = _raw_grower(grows, every)
+def test_a_verdict_on_a_byte_probe_alone_is_confirmed_by_more_runs(
+        probe, make, probes, least, keeps, every, leaked):
+    body = make(keeps, every)
     body()
     try:
-        series = leakcheck.Series(warmup=0, repeat=4,
-                                  probes=["py_bytes", "py_allocs", "blocks"])
+        series = leakcheck.Series(warmup=0, repeat=4, probes=probes)
         while series.next():
             body()
     finally:
         body.release()
     assert series.leaked is leaked, series.report()
-    deltas = series.deltas["py_bytes"]
-    # Four runs grew (by 4 KiB, give or take the allocator's rounding of
-    # the first block): the first series alone would have called it a leak.
-    assert all(d >= 4000 for d in deltas[:4]), deltas
+    deltas = series.deltas[probe]
+    # Four runs grew: the first series alone would have called it a leak.
+    assert all(d >= least for d in deltas[:4]), deltas
+    assert len(deltas) == series.runs
     assert series.runs == 4 + 8
     if leaked:
-        assert series.leaking == ["py_bytes"]
+        assert series.leaking == [probe]
         assert "  confirmed over 8 more runs" in series.report()
     else:
         assert series.leaking == [] and sum(deltas[-4:]) < 1
         assert "not confirmed over 8 more runs" in series.report()
-
+    assert len(series.deltas["blocks"]) == 4      # no confirmation for it

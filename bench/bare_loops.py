@@ -1,0 +1,134 @@
+"""The leak verdicts of bench_suite.py checked without leakcheck: each
+test's body in a bare loop, watching sys.getallocatedblocks(), the number
+of GC-tracked objects and the C heap, per call, in windows of `--calls`.
+
+    python bench/bare_loops.py [--work DIR] [--calls 500] [--windows 5]
+
+Run it after bench_suite.py, whose built sdists in DIR it imports (default:
+the same folder).  A real leak grows in every window; growth that stops or
+swings back and forth is none.  The C heap is read with glibc's mallinfo2()
+less the chunks waiting in the main thread's malloc cache (tcache), which
+mallinfo2 counts as in use: without that, a loop of a few hundred calls
+reads the cache filling up (up to ~240 KB) as growth.
+"""
+
+import argparse
+import ctypes
+import gc
+import glob
+import os
+import sys
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+        "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _heap_reader():
+    """The C heap in use less the main thread's tcache (glibc 2.30+ layout,
+    its chunk checked), or None where that cannot be read."""
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        return None
+    libc.mallinfo2.restype = _MallInfo2
+    with open("/proc/self/maps") as f:
+        heap = [line for line in f if line.rstrip().endswith("[heap]")]
+    if not heap:
+        return None
+    start = int(heap[0].split("-")[0], 16)
+    if ctypes.c_size_t.from_address(start + 8).value & ~7 != 0x290:
+        return None
+    counts = (ctypes.c_uint16 * 64).from_address(start + 16)
+
+    def read():
+        info = libc.mallinfo2()
+        cached = sum(n * (32 + 16 * i) for i, n in enumerate(counts))
+        return info.uordblks + info.hblkhd - cached
+    return read
+
+
+def _cases(work):
+    """(name, body) of each check; the sdists' folders go on sys.path."""
+    def folder(pattern):
+        found = sorted(d for d in glob.glob(os.path.join(work, pattern))
+                       if os.path.isdir(d))
+        if not found:
+            sys.exit(f"bare_loops: no {pattern} in {work}: run "
+                     f"bench/bench_suite.py first")
+        return found[-1]
+
+    sys.path[:0] = [folder("ujson-*"), folder("msgpack-*"),
+                    folder("simplejson-*"), os.path.join(folder("pyyaml-*"),
+                                                         "lib")]
+    import msgpack
+    import simplejson
+    import ujson
+
+    def ujson_big_int():
+        ujson.loads("18446744073709551616")
+
+    def ujson_small_int():          # the clean twin
+        ujson.loads("123")
+
+    def msgpack_strict_map_key():
+        try:
+            msgpack.unpackb(msgpack.packb({1: 2}), strict_map_key=True)
+        except ValueError:
+            pass
+
+    def simplejson_skipkeys():
+        simplejson.dumps({(1, 2): 1, "a": 2}, skipkeys=True, sort_keys=True)
+
+    cases = [("ujson loads of an int beyond 64 bits", ujson_big_int),
+             ("ujson loads of a small int (clean twin)", ujson_small_int),
+             ("msgpack unpackb(strict_map_key=True) refusing an int key",
+              msgpack_strict_map_key),
+             ("simplejson dumps(skipkeys=True, sort_keys=True)",
+              simplejson_skipkeys)]
+    legacy = os.path.join(folder("pyyaml-*"), "tests", "legacy_tests")
+    sys.path.insert(0, legacy)
+    import test_constructor
+    for name in ("construct-bool", "construct-float", "construct-pairs",
+                 "construct-python-none"):
+        data = os.path.join(legacy, "data", name + ".data")
+        code = os.path.join(legacy, "data", name + ".code")
+        cases.append((f"pyyaml test_constructor_types {name}",
+                      lambda d=data, c=code:
+                      test_constructor.test_constructor_types(d, c)))
+    return cases
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--work", default=os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), "leakcheck-bench-suites"))
+    p.add_argument("--calls", type=int, default=500)
+    p.add_argument("--windows", type=int, default=5)
+    args = p.parse_args(argv)
+    heap = _heap_reader()
+    print(f"python {sys.version.split()[0]}; per call, {args.windows} "
+          f"windows of {args.calls} calls after 50 warm-up calls; C heap "
+          f"{'less the tcache' if heap else 'not read here'}")
+    for name, body in _cases(args.work):
+        for _ in range(50):
+            body()
+        windows = []
+        for _ in range(args.windows):
+            gc.collect()
+            h0, b0, o0 = (heap() if heap else 0, sys.getallocatedblocks(),
+                          len(gc.get_objects()))
+            for _ in range(args.calls):
+                body()
+            gc.collect()
+            n = args.calls
+            windows.append(
+                f"{(sys.getallocatedblocks() - b0) / n:+.2f}b "
+                f"{(len(gc.get_objects()) - o0) / n:+.2f}o "
+                + (f"{((heap() - h0) / n):+.1f}B" if heap else ""))
+        print(f"{name}:\n  " + " | ".join(windows))
+
+
+if __name__ == "__main__":
+    main()
