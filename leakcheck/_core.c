@@ -895,6 +895,12 @@ series_runs(SeriesObject *self, PyObject *unused)
 }
 
 static PyObject *
+series_warmup_measured(SeriesObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(lc_series_warmup_measured(self->series));
+}
+
+static PyObject *
 series_delta(SeriesObject *self, PyObject *args)
 {
     int run, probe;
@@ -934,6 +940,8 @@ static PyMethodDef series_methods[] = {
     {"probes", (PyCFunction)series_probes, METH_NOARGS, NULL},
     {"leaking", (PyCFunction)series_leaking, METH_NOARGS, NULL},
     {"runs", (PyCFunction)series_runs, METH_NOARGS, NULL},
+    {"warmup_measured", (PyCFunction)series_warmup_measured, METH_NOARGS,
+     NULL},
     {"delta", (PyCFunction)series_delta, METH_VARARGS, NULL},
     {"threshold", (PyCFunction)series_threshold, METH_O, NULL},
     {"report", (PyCFunction)series_report, METH_NOARGS, NULL},

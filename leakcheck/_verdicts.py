@@ -425,12 +425,17 @@ class Series:
     probe; a probe leaks when every delta reaches its threshold (tolerance
     + 1 when ``tolerance`` is given, else the probe's default).  The engine
     stops as soon as no probe can still leak: clean code costs `warmup` + 1
-    measured run.  A verdict that rests on py_bytes or native_bytes alone
+    measured run.  The last warm-up run is read too: when it grew nothing
+    (no probe read less than before, none reached its threshold), there
+    was nothing to warm up, that run is the measured run
+    (``warmup_measured``), and clean code costs `warmup` runs.  A verdict that rests on py_bytes or native_bytes alone
     (the probes that count bytes) is confirmed over 8 more runs (growth in
     each half of them), so ``runs`` can then exceed `repeat`.
 
     Once next() has returned False: ``leaked``, ``leaking`` (names),
-    ``runs`` (measured runs), ``probes`` (names compared), ``deltas``
+    ``runs`` (measured runs), ``warmup_measured`` (the last warm-up run
+    grew nothing and was the measured run), ``probes`` (names compared),
+    ``deltas``
     ({name: [delta per run]}), ``thresholds`` ({name: int}), ``unread``
     ({name: why} for probes asked for but not compared), ``threads``
     (other threads that ran from the first snapshot to the last: the
@@ -470,6 +475,7 @@ class Series:
         self.leaked: Optional[bool] = None
         self.leaking: list[str] = []
         self.runs = 0
+        self.warmup_measured = False
         self.probes: list[str] = []
         self.deltas: dict[str, list[int]] = {}
         self.thresholds: dict[str, int] = {}
@@ -480,8 +486,10 @@ class Series:
         """True while the code must run once more; False once the verdict
         is in (the results are then set)."""
         if self._calls <= self.warmup:
-            if self._calls == self.warmup:      # the first snapshot is next
-                self._others = _other_threads()
+            # A snapshot is next: the one before the last warm-up run (the
+            # engine reads that run too), or the measured runs' first.
+            if self._calls >= self.warmup - 1:
+                self._others |= _other_threads()
             self._calls += 1
         if self._main is None:
             if self._core.next():
@@ -539,6 +547,7 @@ class Series:
                 self.deltas[name] += deltas
         self.leaked = bool(self.leaking)
         self.runs = max(map(len, self.deltas.values()), default=main.runs())
+        self.warmup_measured = main.warmup_measured()
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
         self.threads = _still_running(self._others)

@@ -13,7 +13,9 @@
  *   - a *series* runs the same code repeatedly: after `warmup` unmeasured
  *     runs, each of up to `repeat` runs yields one delta per probe, and a
  *     probe leaks when every delta reaches its threshold.  The series stops
- *     early as soon as no probe can still leak.
+ *     early as soon as no probe can still leak.  The last warm-up run is
+ *     read as well: when it grew nothing at all, it is the measured run,
+ *     and a clean body costs its warm-up runs alone.
  *
  * Conventions (as in jansson and libuv): every exported symbol starts with
  * `lc_`, every macro with `LC_` or `LEAK_`.  Functions return 0 or a
@@ -185,7 +187,10 @@ size_t lc_scope_report(const lc_scope *scope, char *buf, size_t size);
 typedef struct lc_series lc_series;
 
 /* warmup >= 0 unmeasured runs, then up to repeat >= 1 measured runs.
- * NULL on bad arguments or no memory. */
+ * NULL on bad arguments or no memory.  When warmup >= 1, a snapshot is also
+ * taken before the last warm-up run; if that run grew nothing (each probe
+ * read at least as much as before and less than its threshold more), the
+ * verdict is clean after it, with that run as the one measured run. */
 lc_series *lc_series_new(const char *name, int warmup, int repeat);
 void lc_series_free(lc_series *series);
 
@@ -208,6 +213,8 @@ unsigned lc_series_leaking(const lc_series *series);
 int lc_series_warmup(const lc_series *series);
 int lc_series_repeat(const lc_series *series);
 int lc_series_runs(const lc_series *series);     /* measured runs done  */
+/* 1 when the last warm-up run grew nothing and was the measured run. */
+int lc_series_warmup_measured(const lc_series *series);
 /* The delta of `probe` in measured run `run` (0-based). */
 int lc_series_delta(const lc_series *series, int run, int probe,
                     int64_t *delta);

@@ -5,7 +5,14 @@
  * delta is at least its threshold; growth that happens once (a cache that
  * fills) does not.  The series stops as soon as every probe has had a delta
  * below its threshold, since none can leak any more: a clean body costs its
- * warm-up runs and one measured run.  Also LEAK_REPEAT's helper.
+ * warm-up runs and one measured run.
+ *
+ * The last warm-up run is read too.  When it grew nothing (every probe's
+ * delta at least 0 and below its threshold), there was nothing to warm up,
+ * and that run is the measured run: the verdict is clean at once, and a
+ * clean body costs its warm-up runs alone.  Any growth, or a probe that
+ * read less than before (something freed: it could hide a leak), and the
+ * series goes on as above, the run unmeasured.  Also LEAK_REPEAT's helper.
  */
 #include "internal.h"
 
@@ -26,6 +33,10 @@ struct lc_series {
     unsigned compared;                  /* read in every snapshot so far   */
     unsigned alive;                     /* every delta so far >= threshold */
     lc_snapshot prev, cur;
+    lc_snapshot pre;                    /* before the last warm-up run     */
+    int has_pre;
+    int warmup_measured;                /* the last warm-up run was read
+                                         * as the measured run            */
     int64_t *deltas;                    /* [repeat][LC_PROBE_COUNT]        */
 };
 
@@ -125,6 +136,26 @@ measure(lc_series *s)
     s->prev = s->cur;
 }
 
+/* Whether the last warm-up run, read from `pre` to `prev`, grew nothing:
+ * the same probes read, each delta in [0, threshold). */
+static int
+warmup_grew_nothing(const lc_series *s)
+{
+    int p;
+
+    if (!s->has_pre || s->pre.mask != s->prev.mask || s->prev.mask == 0)
+        return 0;
+    for (p = 0; p < LC_PROBE_COUNT; p++) {
+        int64_t d;
+        if (!(s->prev.mask & LC_PROBE_BIT(p)))
+            continue;
+        d = s->prev.values[p] - s->pre.values[p];
+        if (d < 0 || d >= s->threshold[p])
+            return 0;
+    }
+    return 1;
+}
+
 int
 lc_series_next(lc_series *s)
 {
@@ -135,6 +166,11 @@ lc_series_next(lc_series *s)
     if (s->done)
         return 0;
     if (s->calls < s->warmup) {
+        /* A reading that fails here only means the warm-up run is not
+         * judged. */
+        if (s->calls == s->warmup - 1)
+            s->has_pre = lc_snapshot_take(&s->pre, s->wanted, s->flags) ==
+                         LC_OK;
         s->calls++;
         return 1;
     }
@@ -143,6 +179,14 @@ lc_series_next(lc_series *s)
         if (rc != LC_OK)
             return rc;
         s->compared = s->alive = s->prev.mask;
+        if (warmup_grew_nothing(s)) {
+            s->cur = s->prev;
+            s->prev = s->pre;
+            measure(s);
+            s->warmup_measured = 1;
+            s->done = 1;
+            return 0;
+        }
         s->calls++;
         return 1;
     }
@@ -204,6 +248,12 @@ lc_series_runs(const lc_series *s)
 }
 
 int
+lc_series_warmup_measured(const lc_series *s)
+{
+    return s ? s->warmup_measured : 0;
+}
+
+int
 lc_series_delta(const lc_series *s, int run, int probe, int64_t *delta)
 {
     if (probe < 0 || probe >= LC_PROBE_COUNT)
@@ -239,9 +289,14 @@ lc_series_report(const lc_series *s, char *buf, size_t size)
                             : s->alive ? "leaked" : "is clean");
     if (s->file)
         lc__buf_printf(&b, " (at %s:%d)", s->file, s->line);
-    lc__buf_printf(&b, ": %d measured run%s after %d warm-up run%s\n",
-                   s->runs, s->runs == 1 ? "" : "s", s->warmup,
-                   s->warmup == 1 ? "" : "s");
+    if (s->warmup_measured)
+        lc__buf_printf(&b, ": its last warm-up run grew nothing, so it was "
+                           "the measured run (%d warm-up run%s)\n",
+                       s->warmup, s->warmup == 1 ? "" : "s");
+    else
+        lc__buf_printf(&b, ": %d measured run%s after %d warm-up run%s\n",
+                       s->runs, s->runs == 1 ? "" : "s", s->warmup,
+                       s->warmup == 1 ? "" : "s");
     for (p = 0; p < LC_PROBE_COUNT; p++) {
         if (!(s->done && (s->alive & LC_PROBE_BIT(p))))
             continue;

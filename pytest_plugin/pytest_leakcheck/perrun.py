@@ -64,7 +64,9 @@ class Runs:
     def __init__(self, item):
         self.item = item
         self.count = 0
-        self.first = 0.0
+        # A float of its own, replaced after the first run by another: the
+        # constant 0.0 would stay, and the new one read as that run's growth.
+        self.first = float(0)
         self.started = time.perf_counter()
         self._settings = None       # the limit re-armed for each run
         self._running = None        # the settings of the run under way

@@ -38,9 +38,14 @@ settling before every snapshot, in a way the test cannot observe.
 import bdb
 import contextlib
 import functools
+import inspect
+import os
 import pathlib
+import re
 import shutil
 import sys
+import time
+import types
 import warnings
 
 import pytest
@@ -103,6 +108,51 @@ def _unlogged(config):
         caller._hookimpls = impls
 
 
+def report_standins(item):
+    """Three reports of a passing run (setup, call, teardown), made through
+    pytest_runtest_makereport before the snapshot that precedes the
+    reported run, and dropped before the one after it.  The reported run's
+    own reports live on (pytest logs them after the hunt), and so does
+    what the hook's implementations keep of them (pytest's tmp_path keeps
+    each phase's outcome in the item's stash, a conftest may keep the
+    report on the item): made here first, with the stand-ins gone in the
+    real ones' place, a run that grew nothing else reads as nothing.  A
+    real report holds at least what its stand-in does (captured output and
+    failures only add to it), so a stand-in never hides growth.  None when
+    they cannot be made: the run then reads its reports as growth and is
+    not taken for a measured run."""
+    try:
+        return [item.ihook.pytest_runtest_makereport(
+                    item=item, call=pytest.CallInfo(
+                        result=None, excinfo=None, start=time.time(),
+                        stop=time.time(), duration=float(0), when=when,
+                        _ispytest=True))
+                for when in ("setup", "call", "teardown")]
+    except Exception:
+        return None
+
+
+def preset_current_test(item):
+    """Sets PYTEST_CURRENT_TEST to each value the item's run will give it,
+    then back.  pytest sets it in each phase, and glibc's setenv() keeps
+    every value it was ever given, for good (the C heap grows by each new
+    string once): set here, before the snapshot that precedes the reported
+    run, the strings are known already when the run sets them."""
+    name = "PYTEST_CURRENT_TEST"
+    before = os.environ.get(name)
+    try:
+        for when in ("setup", "call", "teardown"):
+            os.environ[name] = f"{item.nodeid} ({when})".replace(
+                "\x00", "(null)")
+    except Exception:
+        pass
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def outcome_of(reports):
     """The outcome of a run from its reports: "passed", "failed" (the call
     failed), "error" (setup or teardown failed), "skipped", "xfailed" or
@@ -119,6 +169,8 @@ def outcome_of(reports):
 
 
 _MISSING = object()
+# The teardown of a node that defines none (a module, a class).
+_NODE_TEARDOWN = getattr(getattr(pytest, "Item", None), "teardown", None)
 _ZOMBIE_FRAMES = sys.version_info < (3, 11)
 
 
@@ -134,6 +186,19 @@ def _make_frames(*funcs):
             func(**{"\0leakcheck": None})
         except TypeError:
             pass
+
+
+def _test_function(item):
+    """The plain Python function of a test item, when calling it with a
+    keyword it cannot take raises before its body runs (no **kwargs); else
+    None."""
+    func = item.__dict__.get("_obj")
+    func = getattr(func, "__func__", func)
+    code = getattr(func, "__code__", None)
+    if not isinstance(func, types.FunctionType) or code is None or \
+            code.co_flags & inspect.CO_VARKEYWORDS:
+        return None
+    return func
 
 
 def _put_back_dict(d, saved, drop=()):
@@ -190,6 +255,49 @@ class _ItemState:
         self.stash = dict(storage) if isinstance(storage, dict) else None
         self.suite = _suite_properties(item.config)
         self.suite_len = len(self.suite) if self.suite is not None else 0
+
+    def refresh(self, item):
+        """Holds what `item` holds now, updating the copies in place: made
+        before the reported run and refreshed after it, the copies
+        allocate nothing while that run is read when the item's shape did
+        not change (a new attribute, a longer list: they grow, and the run
+        reads as growth, which it is not taken for a measured run then)."""
+        _put_back_dict(self.attrs, item.__dict__)
+        contents = self.contents
+        for key in [key for key in contents if key not in self.attrs]:
+            del contents[key]
+        for key, value in self.attrs.items():
+            if type(value) not in (list, dict, set):
+                continue
+            held = contents.get(key)
+            if held is None or held[0] is not value:
+                contents[key] = (value, type(value)(value))
+                continue
+            saved = held[1]
+            if type(value) is list:
+                if not _same(value, saved):
+                    saved[:] = value
+            elif type(value) is dict:
+                _put_back_dict(saved, value)
+            elif saved != value:
+                saved.intersection_update(value)
+                saved.update(value)
+        markers = getattr(item, "own_markers", ())
+        if self.markers != markers:
+            self.markers[:] = markers
+        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
+        if self.keywords is not None and isinstance(keywords, dict):
+            _put_back_dict(self.keywords, keywords)
+        extra = getattr(item, "extra_keyword_matches", None)
+        if self.extra is not None and isinstance(extra, set) and \
+                extra != self.extra:
+            self.extra.intersection_update(extra)
+            self.extra.update(extra)
+        storage = getattr(getattr(item, "stash", None), "_storage", None)
+        if self.stash is not None and isinstance(storage, dict):
+            _put_back_dict(self.stash, storage)
+        if self.suite is not None:
+            self.suite_len = len(self.suite)
 
     def put_back(self, item):
         _put_back_dict(item.__dict__, self.attrs, self.drop)
@@ -275,9 +383,16 @@ class _SameExamples:
 
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
-    series asks, and finally tears down what `nextitem` does not need."""
+    series asks, and finally tears down what `nextitem` does not need.
 
-    def __init__(self, item, nextitem):
+    With `read_reported` (the series reads the reported run: one warm-up
+    run), what pytest keeps of the reported run is made first, before the
+    snapshot that precedes it, so that a run that grew nothing else reads
+    as nothing: the values of PYTEST_CURRENT_TEST, the tmp_path counter of
+    the test's name, stand-ins of its reports (dropped once the real ones
+    exist)."""
+
+    def __init__(self, item, nextitem, read_reported=False):
         self.item = item
         self.nextitem = nextitem
         # The teardown target of every run but the last: the item's
@@ -285,8 +400,37 @@ class ItemRunner:
         self._parent = item.parent
         self._sections = 0
         self._properties = 0
-        self._shared = ()
-        self._state = None      # _ItemState, from the reported run on
+        # Made now, before the snapshot that precedes the reported run, so
+        # that what the runner keeps is not that run's growth: the shared
+        # fixtures this item uses, and the item's state, refreshed in place
+        # after the reported run.
+        info = getattr(item, "_fixtureinfo", None)
+        defs = getattr(info, "name2fixturedefs", None) or {}
+        self._shared = tuple(
+            fd for fds in defs.values() for fd in fds
+            if getattr(fd, "scope", "function") != "function"
+            and isinstance(getattr(fd, "_finalizers", None), list))
+        # The request pytest made when it collected the item goes now: each
+        # run makes its own (as pytest's runtestprotocol does when an item
+        # runs again), so that the reported run ends holding what it began
+        # with.
+        if getattr(item, "_request", None):
+            item._request = False
+            item.funcargs = None
+        # Up to 3.10, the test function's first call would leave it the
+        # frame it keeps for the next: made now, it is not the reported
+        # run's growth.
+        test_function = _test_function(item) if _ZOMBIE_FRAMES else None
+        if test_function is not None:
+            _make_frames(test_function)
+        self._standins = None
+        if read_reported:
+            preset_current_test(item)
+            self._preset_tmp_path()
+            # Before the item's state is copied: the hooks that make them
+            # may add to the item (pytest's tmp_path plugin: its stash).
+            self._standins = report_standins(item)
+        self._state = _ItemState(item)
         self._examples = _SameExamples.of(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
@@ -338,6 +482,20 @@ class ItemRunner:
                 self._recycle(tmp)
         return reports
 
+    def _preset_tmp_path(self):
+        """pytest 9 numbers tmp_path directories with a counter per name,
+        which gains an entry the first time a name is used: made now, with
+        the number the run will take (0), when the test uses tmp_path."""
+        item = self.item
+        factory = getattr(item.config, "_tmp_path_factory", None)
+        counters = getattr(factory, "_next_number", None)
+        if not isinstance(counters, dict) or \
+                "tmp_path" not in getattr(item, "fixturenames", ()):
+            return
+        # As pytest's tmp_path fixture names it (_pytest/tmpdir.py).
+        name = re.sub(r"[\W]", "_", item.name)[:30]
+        counters.setdefault(name.lower(), 0)
+
     def _tmp_path(self):
         """The tmp_path this run of the item got, when pytest made it.
 
@@ -385,19 +543,14 @@ class ItemRunner:
         what later runs must not grow.  When the run did not pass it is
         torn down for the next item, as pytest would."""
         reports = self._protocol(interact=True, extra=False)
+        self._standins = None           # the real ones stand now
         item = self.item
         self._sections = len(item._report_sections)
         self._properties = len(item.user_properties)
-        self._state = _ItemState(item)
+        self._state.refresh(item)
         self._state.put_back(item)      # the instance goes already
         _make_frames(self.run_again, self._put_back, self._tmp_path,
                      self._recycle, _unlogged.__wrapped__)
-        info = getattr(item, "_fixtureinfo", None)
-        defs = getattr(info, "name2fixturedefs", None) or {}
-        self._shared = tuple(
-            fd for fds in defs.values() for fd in fds
-            if getattr(fd, "scope", "function") != "function"
-            and isinstance(getattr(fd, "_finalizers", None), list))
         self._drop_finished_finalizers()
         return reports
 
@@ -447,6 +600,41 @@ class ItemRunner:
                 and owner is not None
                 and getattr(owner, "cached_result", True) is None
                 and getattr(request, "node", None) is self.item)
+
+    def tear_down_quietly(self):
+        """Tears down for the next item without a run when that takes no
+        run: every node it pops (the module, the class the item was the
+        last of) holds nothing to finish but its own no-op teardown (no
+        fixture of that scope, no xunit teardown), so no hook, fixture or
+        output takes part.  True when done (or nothing was left to do)."""
+        if self.torn_down:
+            return True
+        nextitem = self._next_for_teardown()
+        state = getattr(self.item.session, "_setupstate", None)
+        stack = getattr(state, "stack", None)
+        if nextitem is None or not isinstance(stack, dict):
+            return False
+        needed = nextitem.listchain()
+        nodes = list(stack)
+        kept = 0
+        while kept < min(len(nodes), len(needed)) and \
+                nodes[kept] is needed[kept]:
+            kept += 1
+        for node in nodes[kept:]:
+            entry = stack[node]
+            fins = entry[0] if isinstance(entry, tuple) and entry else None
+            if not isinstance(fins, list) or len(fins) > 1:
+                return False
+            if fins and not (getattr(fins[0], "__self__", None) is node and
+                             getattr(fins[0], "__func__", None)
+                             is _NODE_TEARDOWN):
+                return False
+        try:
+            state.teardown_exact(nextitem)
+        except Exception:       # pragma: no cover (a no-op raised)
+            return False
+        self.torn_down = True
+        return True
 
     def finish(self, reports):
         """Tears down what the next item does not need (module or session

@@ -36,13 +36,20 @@ def test_a_leak_grows_in_every_run(case, leaky, garbage_cleanup):
 
 @pytest.mark.parametrize("case", LEAKS, ids=IDS)
 def test_a_clean_twin_stops_after_one_measured_run(case, leaky):
+    measured = []
     for _ in range(5):
         series, calls = run_series(lambda: case.clean(leaky), warmup=1,
                                    repeat=4, probes=[case.probe])
         assert series.leaked is False, series.report()
         assert series.leaking == []
+        measured.append(series.warmup_measured)
         if case.probe != "native_bytes":    # glibc's heap is noisy
-            assert series.runs == 1 and calls == 2  # warmup + 1 measured
+            # The warm-up run, and one measured run unless the warm-up run
+            # grew nothing and was that run.
+            assert series.runs == 1
+            assert calls == (1 if series.warmup_measured else 2)
+    # Warm, clean code grows nothing in its warm-up run either.
+    assert measured[-1] is True, (measured, series.report())
 
 
 def test_next_keeps_returning_false_once_done():
@@ -132,8 +139,10 @@ def test_repeat_passes_arguments_and_uses_default_probes(leaky):
 
     series = leakcheck.repeat(work, 64, 2, c=3, warmup=2, repeat=5)
     # Two warm-up runs, then the measured ones: one, unless a run moved
-    # the native heap once (3.9/3.10 swap the frame a code object keeps).
-    assert seen == [(64, 2, 3), 2 + series.runs], series.deltas
+    # the native heap once (3.9/3.10 swap the frame a code object keeps);
+    # none when the second warm-up run grew nothing and was measured.
+    assert seen == [(64, 2, 3),
+                    2 + series.runs - series.warmup_measured], series.deltas
     assert not series.leaked
     readable = {p.name for p in leakcheck.probes() if p.available}
     assert set(series.probes) == set(leakcheck.DEFAULT_PROBES) & readable

@@ -31,7 +31,8 @@ def test_skips():
 
 RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "line", "warmup",
-               "repeat", "runs", "probes", "leaking", "deltas", "thresholds",
+               "repeat", "runs", "warmup_measured", "probes", "leaking",
+               "deltas", "thresholds",
                "diagnosis", "worker", "unread", "threads", "test_runs",
                "hunt_seconds"}
 
