@@ -8,7 +8,7 @@ pytest-xdist (-n 2) when it is installed.
 --kind fast (the default, 300 tests): sub-millisecond tests (arithmetic,
 fixtures, parametrized, strings, a class), where leakcheck's own work per
 test shows most; the target is at most 2x.  --kind ordinary (100 tests):
-tests that each do a few milliseconds of real work (JSON, regular
+tests that each do about ten milliseconds of real work (JSON, regular
 expressions, sorting, a file in tmp_path, hashing, decimals), where the
 cost is in running the tests again; the target is at most 1.25x.
 
@@ -92,7 +92,7 @@ import pytest
 def text():
     words = ["reading", "writing", "code", "tests", "running", "leaks"]
     rng = random.Random(0)
-    return " ".join(rng.choice(words) for _ in range(20000))
+    return " ".join(rng.choice(words) for _ in range(50000))
 
 '''
 
@@ -100,37 +100,37 @@ ORDINARY = (
     '''
 def test_json_{n}():
     data = [{{"id": i, "name": "item%d" % i, "tags": ["a", "b"],
-              "score": i / 7}} for i in range(2000)]
+              "score": i / 7}} for i in range(5000)]
     assert json.loads(json.dumps(data)) == data
 ''',
     '''
 def test_regex_{n}(text):
-    assert len(re.findall(r"\\b\\w+ing\\b", text)) > 1000
+    assert len(re.findall(r"\\b\\w+ing\\b", text)) > 10000
 ''',
     '''
 def test_sort_{n}():
     rng = random.Random({n})
-    xs = [rng.random() for _ in range(20000)]
+    xs = [rng.random() for _ in range(50000)]
     assert sorted(xs)[0] == min(xs)
 ''',
     '''
 def test_file_{n}(tmp_path):
     path = tmp_path / "data.txt"
-    path.write_text("line\\n" * 20000)
-    assert len(path.read_text().splitlines()) == 20000
+    path.write_text("line\\n" * 50000)
+    assert len(path.read_text().splitlines()) == 50000
 ''',
     '''
 @pytest.mark.parametrize("algo", ["sha256", "md5"])
 def test_hash_{n}(algo):
     digest = hashlib.new(algo)
-    for i in range(2000):
+    for i in range(5000):
         digest.update(b"%d" % i * 50)
     assert len(digest.hexdigest()) >= 32
 ''',
     '''
 class TestDecimal{n}:
     def test_sum(self):
-        total = sum(decimal.Decimal(i) / 7 for i in range(5000))
+        total = sum(decimal.Decimal(i) / 7 for i in range(12000))
         assert total > 0
 ''',
 )
@@ -204,7 +204,8 @@ def compare(label, directory, base_args, rounds, tests):
     leaks_wall, leaks_session = best(
         directory, [*base_args, "--leaks", f"--leaks-report={report}"], rounds)
     n, mean_runs, max_runs, once, verdicts = test_runs(report)
-    print(f"{label}: {tests} tests, best of {rounds}")
+    print(f"{label}: {tests} tests, best of {rounds}; plain "
+          f"{plain_session / tests * 1000:.1f} ms per test")
     print(f"  session: plain {plain_session:.2f}s, --leaks "
           f"{leaks_session:.2f}s, ratio {leaks_session / plain_session:.2f}x")
     print(f"  process: plain {plain_wall:.2f}s, --leaks {leaks_wall:.2f}s, "

@@ -173,12 +173,13 @@ class _GcFreezer:
 _gc_freeze = gc.freeze
 
 # The freezer freezes again only once this many objects are not frozen
-# (what earlier tests left), rather than before every test.  Collecting
-# that many costs a snapshot ~25 us (2,000 objects: 56 us per gc.collect()
-# on CPython 3.11, this machine); freezing before every test would cost the
-# reading of the reported run instead: a frozen object's death is not
-# counted, so pytest's log capture, which swaps its buffers in each run,
-# would read as new objects in every reported run, never as nothing.
+# (what earlier tests left), rather than before every test.  Each snapshot
+# collects them (a gc.collect() of 500 unfrozen objects took 16 us, of
+# 2,000 56 us, CPython 3.11 on a 2-core machine); freezing before every
+# test would cost the reading of the reported run instead: a frozen
+# object's death is not counted, so what pytest replaces in each run (its
+# log capture's buffers) would read as new objects in every reported run,
+# never as nothing.
 YOUNG_LIMIT = 1000
 
 

@@ -169,7 +169,8 @@ def outcome_of(reports):
 
 
 _MISSING = object()
-# The teardown of a node that defines none (a module, a class).
+# The setup and teardown of a node that defines none (a module, a class).
+_NODE_SETUP = getattr(getattr(pytest, "Item", None), "setup", None)
 _NODE_TEARDOWN = getattr(getattr(pytest, "Item", None), "teardown", None)
 _ZOMBIE_FRAMES = sys.version_info < (3, 11)
 
@@ -427,6 +428,7 @@ class ItemRunner:
         if read_reported:
             preset_current_test(item)
             self._preset_tmp_path()
+            self._preset_collectors()
             # Before the item's state is copied: the hooks that make them
             # may add to the item (pytest's tmp_path plugin: its stash).
             self._standins = report_standins(item)
@@ -481,6 +483,28 @@ class ItemRunner:
             if tmp is not None:
                 self._recycle(tmp)
         return reports
+
+    def _preset_collectors(self):
+        """The run's setup pushes the collectors above the item not set up
+        yet (for the first test of a module, of a class) onto pytest's setup
+        stack, where they stay for the next tests.  Pushed now, as pytest's
+        SetupState.setup() does, when their setup does nothing (a module, a
+        class: xunit functions are fixtures), that is not the run's growth.
+        """
+        state = getattr(self.item.session, "_setupstate", None)
+        stack = getattr(state, "stack", None)
+        if not isinstance(stack, dict):
+            return
+        chain = self.item.listchain()[:-1]
+        nodes = list(stack)
+        if nodes != chain[:len(nodes)] or any(
+                not isinstance(entry, tuple) or len(entry) != 2 or entry[1]
+                for entry in stack.values()):
+            return          # pytest's own setup says what is wrong
+        for col in chain[len(nodes):]:
+            if getattr(type(col), "setup", None) is not _NODE_SETUP:
+                return
+            stack[col] = ([col.teardown], None)
 
     def _preset_tmp_path(self):
         """pytest 9 numbers tmp_path directories with a counter per name,

@@ -3,6 +3,8 @@ measured run and the test runs once.  What pytest keeps of that run (its
 reports, what hooks keep of them, PYTEST_CURRENT_TEST) must not read as
 growth, and a leak must still be caught."""
 
+import sys
+
 import pytest
 
 ONCE = '''
@@ -80,6 +82,11 @@ def test_a_clean_test_runs_once_and_a_leak_is_still_caught(
     # But one: when the plugin freezes the objects earlier tests left (every
     # few dozen tests, plugin.YOUNG_LIMIT), the next test's run replaces
     # some of them (pytest's log capture buffers), which reads as growth.
+    # Up to 3.10, where a code object keeps the frame of its last call and
+    # a frame from the freelist is resized in place, a reported run moves
+    # the C heap by a few hundred bytes (its calls differ from the previous
+    # test's); on a debug build the total reference count moves by one to
+    # three: there the clean tests run more than once, as before.
     once = [f"test_once.py::test_clean[{i}]" for i in range(2, 6)] + \
         [f"test_once.py::TestGroup::test_method[{i}]" for i in range(2, 5)]
     missed = []
@@ -87,14 +94,17 @@ def test_a_clean_test_runs_once_and_a_leak_is_still_caught(
         rec = recs[test_id]
         assert rec["verdict"] == "clean", rec
         if not rec["warmup_measured"]:
+            assert rec["test_runs"] >= 2, rec
             missed.append(rec)
             continue
         assert rec["test_runs"] == 1 and rec["runs"] == 1, rec
         assert all(d == [0] for d in rec["deltas"].values()), rec
-    assert len(missed) <= 1, missed
+    if sys.version_info >= (3, 11) and not hasattr(sys, "gettotalrefcount"):
+        assert len(missed) <= 1, missed
     # What a test printed is in its report (the run's own, not a stand-in):
     # more than a stand-in holds, so that run is not taken as measured.
     for i in range(2):
         rec = recs[f"test_once.py::test_prints[{i}]"]
-        assert rec["verdict"] == "clean" and rec["test_runs"] == 2, rec
+        assert rec["verdict"] == "clean" and rec["test_runs"] >= 2, rec
+        assert rec["warmup_measured"] is False, rec
     result.stdout.fnmatch_lines(["*Captured stdout call*", "said 1"])
