@@ -147,7 +147,7 @@ class _GcFreezer:
             self.refused = True
         return self.theirs
 
-    def begin(self):
+    def begin(self, config=None):
         if self.refused:
             return
         if not self.ours:
@@ -163,6 +163,7 @@ class _GcFreezer:
             return
         gc.collect()
         _gc_freeze()
+        _fresh_log_buffers(config)
 
     def end(self):
         if self.ours and not self._release():
@@ -172,6 +173,27 @@ class _GcFreezer:
 
 _gc_freeze = gc.freeze
 
+
+def _fresh_log_buffers(config):
+    """pytest's log capture (pytest 9: two handlers for the session)
+    gives its handlers a new buffer and record list in every phase of every
+    run, and reads the report handler's buffer at the end of each.  Those
+    just frozen would die uncounted in the next run while their
+    replacements count, as growth: replaced now, unfrozen, in the state a
+    phase leaves them."""
+    plugin = (config.pluginmanager.get_plugin("logging-plugin")
+              if config is not None else None)
+    for name in ("caplog_handler", "report_handler"):
+        handler = getattr(plugin, name, None)
+        reset = getattr(handler, "reset", None)
+        if callable(reset):
+            try:
+                reset()
+                if name == "report_handler":
+                    handler.stream.getvalue()
+            except Exception:
+                pass
+
 # The freezer freezes again only once this many objects are not frozen
 # (what earlier tests left), rather than before every test.  Each snapshot
 # collects them (a gc.collect() of 500 unfrozen objects took 16 us, of
@@ -180,7 +202,7 @@ _gc_freeze = gc.freeze
 # object's death is not counted, so what pytest replaces in each run (its
 # log capture's buffers) would read as new objects in every reported run,
 # never as nothing.
-YOUNG_LIMIT = 1000
+YOUNG_LIMIT = 300
 
 
 class State:
@@ -706,11 +728,13 @@ def _hunt(item, nextitem, state):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
                                        location=item.location)
     runs = perrun.Runs(item)
+    # Before the runner: what it makes for the reported run must die
+    # unfrozen, where its death is counted.
+    state.freezer.begin(item.config)
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
     runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1)
-    state.freezer.begin()
     reports = None
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception

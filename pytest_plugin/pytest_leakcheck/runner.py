@@ -134,12 +134,15 @@ def report_standins(item):
 
 def preset_current_test(item):
     """Sets PYTEST_CURRENT_TEST to each value the item's run will give it,
-    then back.  pytest sets it in each phase, and glibc's setenv() keeps
-    every value it was ever given, for good (the C heap grows by each new
-    string once): set here, before the snapshot that precedes the reported
-    run, the strings are known already when the run sets them."""
+    then removes it, as the run will.  pytest sets it in each phase, and
+    glibc's setenv() keeps every value it was ever given, for good (the C
+    heap grows by each new string once): set here, before the snapshot that
+    precedes the reported run, the strings are known already when the run
+    sets them.  And a run ends with the variable removed: one inherited
+    from a parent pytest (pytester's runs) would otherwise go in the
+    session's first reported run, which would read as less, hiding as much
+    growth."""
     name = "PYTEST_CURRENT_TEST"
-    before = os.environ.get(name)
     try:
         for when in ("setup", "call", "teardown"):
             os.environ[name] = f"{item.nodeid} ({when})".replace(
@@ -147,10 +150,7 @@ def preset_current_test(item):
     except Exception:
         pass
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        os.environ.pop(name, None)
 
 
 def outcome_of(reports):
