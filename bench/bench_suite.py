@@ -8,8 +8,9 @@ PROJECT is one of the recipes below (default: all of them).  Needs the
 network (pip download) and a compiler; run it with the Python that has
 leakcheck installed (the venv scripts/setup makes).  For each project it
 prints the tests, pytest's session time plain and with --leaks (best of
-`rounds`, each in a fresh pytest process) and their ratio, the measured runs
-per test, and every test with a leak verdict and the probes that grew: check
+`rounds`, each in a fresh pytest process) and their ratio, the runs per
+checked test (its own included) and how many ran once, and every test with a
+leak verdict and the probes that grew: check
 each of those without leakcheck (a bare loop of the test's body watching
 sys.getallocatedblocks() or the C heap) before calling it a leak.
 """
@@ -103,13 +104,15 @@ def bench(work, name, rounds):
                 for _ in range(rounds))
     with open(report, encoding="utf-8") as f:
         records = json.load(f)["tests"]
-    runs = [t.get("runs", 0) for t in records]
+    checked = [t for t in records if t["verdict"] in ("clean", "leak")]
+    runs = [t.get("test_runs", 0) for t in checked] or [0]
     leaking = [t for t in records if t["verdict"] == "leak"]
     errors = [t for t in records if t["verdict"] == "error"]
     print(f"{name} ({RECIPES[name][0]}): {len(records)} tests; session "
           f"plain {plain:.2f}s, --leaks {leaks:.2f}s, ratio "
-          f"{leaks / plain:.2f}x; measured runs per test: mean "
-          f"{statistics.mean(runs):.2f}, max {max(runs)}")
+          f"{leaks / plain:.2f}x; runs per checked test (its own "
+          f"included): mean {statistics.mean(runs):.2f}, max {max(runs)}, "
+          f"{sum(1 for r in runs if r == 1)} of {len(checked)} ran once")
     print(f"  {len(leaking)} leak verdicts, {len(errors)} errors (tests "
           f"that failed or errored)")
     for t in leaking:
