@@ -202,6 +202,28 @@ def _test_function(item):
     return func
 
 
+def _drop_instance(item):
+    """Leaves `item` without the instance of its class it holds, as its
+    runs leave it: a unittest item with `_obj` None (its teardown's
+    doing), a method of a test class with neither `_obj` nor `_instance`
+    (_ItemState's)."""
+    unittest = sys.modules.get("_pytest.unittest")
+    case_function = getattr(unittest, "TestCaseFunction", None)
+    attrs = item.__dict__
+    if case_function is not None and isinstance(item, case_function):
+        if attrs.get("_obj") is not None:
+            item._obj = None
+        attrs.pop("_instance", None)
+        # What its setup() sets on every run, there from the first.
+        attrs.setdefault("_explicit_tearDown", None)
+        if sys.version_info < (3, 11):
+            attrs.setdefault("_cached_errors_and_skips", None)
+    elif type(item) is pytest.Function and \
+            isinstance(item.parent, pytest.Class):
+        attrs.pop("_obj", None)
+        attrs.pop("_instance", None)
+
+
 def _put_back_dict(d, saved, drop=()):
     """Makes dict `d` hold what `saved` held, in place: keys added since are
     removed, values replaced since are put back; keys in `drop` go."""
@@ -263,7 +285,7 @@ class _ItemState:
         allocate nothing while that run is read when the item's shape did
         not change (a new attribute, a longer list: they grow, and the run
         reads as growth, which it is not taken for a measured run then)."""
-        _put_back_dict(self.attrs, item.__dict__)
+        _put_back_dict(self.attrs, item.__dict__, self.drop)
         contents = self.contents
         for key in [key for key in contents if key not in self.attrs]:
             del contents[key]
@@ -411,6 +433,14 @@ class ItemRunner:
             fd for fds in defs.values() for fd in fds
             if getattr(fd, "scope", "function") != "function"
             and isinstance(getattr(fd, "_finalizers", None), list))
+        # Reads item.obj, which can make an instance of the test's class.
+        self._examples = _SameExamples.of(item)
+        # Up to 3.10, the test function's first call would leave it the
+        # frame it keeps for the next: made now, it is not the reported
+        # run's growth.
+        test_function = _test_function(item) if _ZOMBIE_FRAMES else None
+        if test_function is not None:
+            _make_frames(test_function)
         # The request pytest made when it collected the item goes now: each
         # run makes its own (as pytest's runtestprotocol does when an item
         # runs again), so that the reported run ends holding what it began
@@ -418,12 +448,10 @@ class ItemRunner:
         if getattr(item, "_request", None):
             item._request = False
             item.funcargs = None
-        # Up to 3.10, the test function's first call would leave it the
-        # frame it keeps for the next: made now, it is not the reported
-        # run's growth.
-        test_function = _test_function(item) if _ZOMBIE_FRAMES else None
-        if test_function is not None:
-            _make_frames(test_function)
+        # So does the instance it made for a method: each run gets a fresh
+        # one, and leaves none (a unittest item drops its TestCase in its
+        # teardown; the runner drops a test method's after each run).
+        _drop_instance(item)
         self._standins = None
         if read_reported:
             preset_current_test(item)
@@ -433,7 +461,6 @@ class ItemRunner:
             # may add to the item (pytest's tmp_path plugin: its stash).
             self._standins = report_standins(item)
         self._state = _ItemState(item)
-        self._examples = _SameExamples.of(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
