@@ -12,7 +12,8 @@ import pytest
 def pytest_leakcheck_settle(item):
     """Called after every run of a checked test that the plugin repeats,
     before the snapshot that may follow (and after each run its diagnosis
-    makes), with ``item`` the test.
+    makes), and before the test's first run when that run is read too (one
+    warm-up run, the default), with ``item`` the test.
 
     Clear here what your own code fills on first use and keeps for good, per
     run, without being a leak: a cache keyed by a value each run makes anew

@@ -113,9 +113,11 @@ STATUS_LEAKED = ("failed", "L", ("LEAKED", {"red": True, "bold": True}))
 class _GcFreezer:
     """Keeps what existed before a checked test out of the collections its
     snapshots make, so that settling costs what the test created, not what
-    the process holds: gc.collect() then gc.freeze() before each checked
-    test.  Undone (gc.unfreeze()) before a test that is not checked and at
-    the end of the session.
+    the process holds: gc.collect() then gc.freeze() before a checked test
+    once YOUNG_LIMIT objects made since the last freeze are alive (before
+    the first checked test, and then every dozen tests or so).  Undone
+    (gc.unfreeze()) before a test that is not checked and at the end of
+    the session.
 
     gc.unfreeze() releases everything frozen, also what was frozen before
     the session began (CPython 3.12 starts with a few hundred immortal
@@ -193,6 +195,7 @@ def _fresh_log_buffers(config):
                     handler.stream.getvalue()
             except Exception:
                 pass
+
 
 # The freezer freezes again only once this many objects are not frozen
 # (what earlier tests left), rather than before every test.  Each snapshot
