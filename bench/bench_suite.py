@@ -9,10 +9,10 @@ network (pip download) and a compiler; run it with the Python that has
 leakcheck installed (the venv scripts/setup makes).  For each project it
 prints the tests, pytest's session time plain and with --leaks (best of
 `rounds`, each in a fresh pytest process) and their ratio, the runs per
-checked test (its own included) and how many ran once, and every test with a
-leak verdict and the probes that grew: check
-each of those without leakcheck (a bare loop of the test's body watching
-sys.getallocatedblocks() or the C heap) before calling it a leak.
+checked test (its own included) and how many ran once, and every test with
+a leak verdict and the probes that grew: check each of those without
+leakcheck (a bare loop of the test's body watching sys.getallocatedblocks()
+or the C heap, bench/bare_loops.py) before calling it a leak.
 """
 
 import argparse
