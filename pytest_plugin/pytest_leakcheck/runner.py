@@ -202,6 +202,14 @@ def _test_function(item):
     return func
 
 
+def _method_instance(item):
+    """The attributes through which a test method's item holds an instance
+    of its class (each run gets a fresh one), or () for other items."""
+    if type(item) is pytest.Function and isinstance(item.parent, pytest.Class):
+        return ("_instance", "_obj")
+    return ()
+
+
 def _drop_instance(item):
     """Leaves `item` without the instance of its class it holds, as its
     runs leave it: a unittest item with `_obj` None (its teardown's
@@ -218,10 +226,9 @@ def _drop_instance(item):
         attrs.setdefault("_explicit_tearDown", None)
         if sys.version_info < (3, 11):
             attrs.setdefault("_cached_errors_and_skips", None)
-    elif type(item) is pytest.Function and \
-            isinstance(item.parent, pytest.Class):
-        attrs.pop("_obj", None)
-        attrs.pop("_instance", None)
+    else:
+        for key in _method_instance(item):
+            attrs.pop(key, None)
 
 
 def _put_back_dict(d, saved, drop=()):
@@ -246,6 +253,23 @@ def _same(value, saved):
     return all(x in saved for x in value)
 
 
+def _hold(target, source):
+    """Makes list, dict or set `target` hold what `source` holds, in place
+    and by identity (no element's __eq__ runs); nothing changes, and
+    nothing is allocated, when it holds that already.  How _ItemState puts
+    the item back after a run, and refreshes its copies after the reported
+    run."""
+    if _same(target, source):
+        return
+    if type(target) is dict:
+        _put_back_dict(target, source)
+    elif type(target) is list:
+        target[:] = source
+    else:
+        target.intersection_update(source)
+        target.update(source)
+
+
 class _ItemState:
     """What the item holds between runs, as the reported run left it: its
     attributes (what fixtures and hooks store on request.node), its own
@@ -259,10 +283,7 @@ class _ItemState:
     each run gets one."""
 
     def __init__(self, item):
-        self.drop = ()
-        if type(item) is pytest.Function and \
-                isinstance(item.parent, pytest.Class):
-            self.drop = ("_instance", "_obj")
+        self.drop = _method_instance(item)
         self.attrs = dict(item.__dict__)
         # The contents of the lists, dicts and sets it holds, which a test
         # may add to in place (node.__dict__.setdefault("seen", []).append).
@@ -295,57 +316,39 @@ class _ItemState:
             held = contents.get(key)
             if held is None or held[0] is not value:
                 contents[key] = (value, type(value)(value))
-                continue
-            saved = held[1]
-            if type(value) is list:
-                if not _same(value, saved):
-                    saved[:] = value
-            elif type(value) is dict:
-                _put_back_dict(saved, value)
-            elif saved != value:
-                saved.intersection_update(value)
-                saved.update(value)
-        markers = getattr(item, "own_markers", ())
-        if self.markers != markers:
-            self.markers[:] = markers
+            else:
+                _hold(held[1], value)
+        markers = getattr(item, "own_markers", None)
+        if isinstance(markers, list):
+            _hold(self.markers, markers)
         keywords = getattr(getattr(item, "keywords", None), "_markers", None)
         if self.keywords is not None and isinstance(keywords, dict):
-            _put_back_dict(self.keywords, keywords)
+            _hold(self.keywords, keywords)
         extra = getattr(item, "extra_keyword_matches", None)
-        if self.extra is not None and isinstance(extra, set) and \
-                extra != self.extra:
-            self.extra.intersection_update(extra)
-            self.extra.update(extra)
+        if self.extra is not None and isinstance(extra, set):
+            _hold(self.extra, extra)
         storage = getattr(getattr(item, "stash", None), "_storage", None)
         if self.stash is not None and isinstance(storage, dict):
-            _put_back_dict(self.stash, storage)
+            _hold(self.stash, storage)
         if self.suite is not None:
             self.suite_len = len(self.suite)
 
     def put_back(self, item):
         _put_back_dict(item.__dict__, self.attrs, self.drop)
         for value, saved in self.contents.values():
-            if not _same(value, saved):
-                if type(value) is dict:
-                    _put_back_dict(value, saved)
-                elif type(value) is list:
-                    value[:] = saved
-                else:
-                    value.intersection_update(saved)
-                    value.update(saved)
+            _hold(value, saved)
         markers = getattr(item, "own_markers", None)
-        if isinstance(markers, list) and markers != self.markers:
-            markers[:] = self.markers
+        if isinstance(markers, list):
+            _hold(markers, self.markers)
         keywords = getattr(getattr(item, "keywords", None), "_markers", None)
         if self.keywords is not None and isinstance(keywords, dict):
-            _put_back_dict(keywords, self.keywords)
+            _hold(keywords, self.keywords)
         extra = item.extra_keyword_matches
-        if self.extra is not None and extra != self.extra:
-            extra.intersection_update(self.extra)
-            extra.update(self.extra)
+        if self.extra is not None:
+            _hold(extra, self.extra)
         storage = getattr(getattr(item, "stash", None), "_storage", None)
         if self.stash is not None and isinstance(storage, dict):
-            _put_back_dict(storage, self.stash)
+            _hold(storage, self.stash)
         if self.suite is not None:
             del self.suite[self.suite_len:]
 
