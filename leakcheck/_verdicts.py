@@ -428,9 +428,10 @@ class Series:
     measured run.  The last warm-up run is read too: when it grew nothing
     (no probe read less than before, none reached its threshold), there
     was nothing to warm up, that run is the measured run
-    (``warmup_measured``), and clean code costs `warmup` runs.  A verdict that rests on py_bytes or native_bytes alone
-    (the probes that count bytes) is confirmed over 8 more runs (growth in
-    each half of them), so ``runs`` can then exceed `repeat`.
+    (``warmup_measured``), and clean code costs `warmup` runs.  A verdict
+    that rests on py_bytes or native_bytes alone (the probes that count
+    bytes) is confirmed over 8 more runs (growth in each half of them), so
+    ``runs`` can then exceed `repeat`.
 
     Once next() has returned False: ``leaked``, ``leaking`` (names),
     ``runs`` (measured runs), ``warmup_measured`` (the last warm-up run
