@@ -116,6 +116,20 @@ class Runs:
                 self.first = time.perf_counter() - start
             self.count += 1
 
+    @contextlib.contextmanager
+    def unmeasured(self):
+        """A part of the test's protocol that is not a run (its shared
+        fixtures set up before the reported run, a module's teardown
+        alone): the limit applies to it as to a run, armed here since no
+        setup hook arms it."""
+        self._running = self._settings
+        self.arm()
+        try:
+            yield
+        finally:
+            self._running = None
+            self.disarm()
+
     def arm(self):
         if self._running is not None and not self._armed:
             self._set(item=self.item, settings=self._running)

@@ -38,7 +38,7 @@ from . import hooks
 from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
-from .runner import ItemRunner, outcome_of
+from .runner import ItemRunner, fresh_log_buffers, outcome_of
 from .settings import BadValue
 
 # Messages (the tests format these instead of copying them).
@@ -165,7 +165,7 @@ class _GcFreezer:
             return
         gc.collect()
         _gc_freeze()
-        _fresh_log_buffers(config)
+        fresh_log_buffers(config)
 
     def end(self):
         if self.ours and not self._release():
@@ -174,27 +174,6 @@ class _GcFreezer:
 
 
 _gc_freeze = gc.freeze
-
-
-def _fresh_log_buffers(config):
-    """pytest's log capture (pytest 9: two handlers for the session)
-    gives its handlers a new buffer and record list in every phase of every
-    run, and reads the report handler's buffer at the end of each.  Those
-    just frozen would die uncounted in the next run while their
-    replacements count, as growth: replaced now, unfrozen, in the state a
-    phase leaves them."""
-    plugin = (config.pluginmanager.get_plugin("logging-plugin")
-              if config is not None else None)
-    for name in ("caplog_handler", "report_handler"):
-        handler = getattr(plugin, name, None)
-        reset = getattr(handler, "reset", None)
-        if callable(reset):
-            try:
-                reset()
-                if name == "report_handler":
-                    handler.stream.getvalue()
-            except Exception:
-                pass
 
 
 # The freezer freezes again only once this many objects are not frozen
@@ -737,7 +716,8 @@ def _hunt(item, nextitem, state):
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
-    runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1)
+    runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
+                        timed=runs.unmeasured)
     reports = None
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception
@@ -818,10 +798,12 @@ def _hunt(item, nextitem, state):
                 item.location)
     else:
         rec = _record(item, state, settings, "clean", outcome, series=series)
-    if runner.tear_down_quietly():
-        reports, final_failure = runner.finish(reports)
-    else:
-        with runs.run():
+    final_failure = None
+    if not runner.tear_down_quietly():
+        # The teardown phase alone is not a run of the test; one more whole
+        # run is.
+        with (runs.unmeasured() if runner.tears_down_alone()
+              else runs.run()):
             reports, final_failure = runner.finish(reports)
     if (final_failure is not None and failure is None and error is None
             and outcome == "passed"):

@@ -153,6 +153,28 @@ def preset_current_test(item):
         os.environ.pop(name, None)
 
 
+def fresh_log_buffers(config):
+    """pytest's log capture (pytest 9: two handlers for the session)
+    gives its handlers a new buffer and record list in every phase of every
+    run, and reads the report handler's buffer at the end of each.  Those
+    the GC freezer just froze would die uncounted in the next run while
+    their replacements count, as growth; those a phase before the reported
+    run filled (the shared fixtures' setup) would die in it, as less: given
+    fresh ones, in the state a phase leaves them."""
+    plugin = (config.pluginmanager.get_plugin("logging-plugin")
+              if config is not None else None)
+    for name in ("caplog_handler", "report_handler"):
+        handler = getattr(plugin, name, None)
+        reset = getattr(handler, "reset", None)
+        if callable(reset):
+            try:
+                reset()
+                if name == "report_handler":
+                    handler.stream.getvalue()
+            except Exception:
+                pass
+
+
 def outcome_of(reports):
     """The outcome of a run from its reports: "passed", "failed" (the call
     failed), "error" (setup or teardown failed), "skipped", "xfailed" or
@@ -173,6 +195,16 @@ _MISSING = object()
 _NODE_SETUP = getattr(getattr(pytest, "Item", None), "setup", None)
 _NODE_TEARDOWN = getattr(getattr(pytest, "Item", None), "teardown", None)
 _ZOMBIE_FRAMES = sys.version_info < (3, 11)
+# The modules whose hook implementations the runner knows: pytest's own
+# and this plugin's.
+_OWN_PLUGINS = ("_pytest.", __name__.rpartition(".")[0] + ".")
+# What pytest's log capture keeps in an item's stash from a phase's setup
+# to its teardown (records by phase, the caplog handler), when known.
+try:
+    from _pytest.logging import caplog_handler_key, caplog_records_key
+    _CAPLOG_KEYS = (caplog_records_key, caplog_handler_key)
+except ImportError:                     # pragma: no cover
+    _CAPLOG_KEYS = None
 
 
 def _make_frames(*funcs):
@@ -407,6 +439,28 @@ class _SameExamples:
         self.func._hypothesis_internal_use_settings = self.own
 
 
+def _replace_teardown(reports, final):
+    """The reports to log: the final teardown's report in place of the
+    reported run's, unless only that one failed."""
+    last = reports[-1]
+    if final.failed or not last.failed:
+        final.duration += last.duration
+        reports[-1] = final
+    return reports
+
+
+def _pytest_own(hook):
+    """Whether every implementation of `hook` (a hook caller) is pytest's
+    own or this plugin's."""
+    for impl in hook.get_hookimpls():
+        plugin = impl.plugin
+        name = (plugin.__name__ if isinstance(plugin, types.ModuleType)
+                else type(plugin).__module__)
+        if not isinstance(name, str) or not name.startswith(_OWN_PLUGINS):
+            return False
+    return True
+
+
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
     series asks, and finally tears down what `nextitem` does not need.
@@ -418,7 +472,8 @@ class ItemRunner:
     the test's name, stand-ins of its reports (dropped once the real ones
     exist)."""
 
-    def __init__(self, item, nextitem, read_reported=False):
+    def __init__(self, item, nextitem, read_reported=False,
+                 timed=contextlib.nullcontext):
         self.item = item
         self.nextitem = nextitem
         # The teardown target of every run but the last: the item's
@@ -457,9 +512,10 @@ class ItemRunner:
         _drop_instance(item)
         self._standins = None
         if read_reported:
+            if self._preset_collectors():
+                self._set_up_shared(timed)
             preset_current_test(item)
             self._preset_tmp_path()
-            self._preset_collectors()
             # Before the item's state is copied: the hooks that make them
             # may add to the item (pytest's tmp_path plugin: its stash).
             self._standins = report_standins(item)
@@ -530,21 +586,104 @@ class ItemRunner:
         if nodes != chain[:len(nodes)] or any(
                 not isinstance(entry, tuple) or len(entry) != 2 or entry[1]
                 for entry in stack.values()):
-            return          # pytest's own setup says what is wrong
+            return False    # pytest's own setup says what is wrong
         for col in chain[len(nodes):]:
             if getattr(type(col), "setup", None) is not _NODE_SETUP:
-                return
+                return False
             stack[col] = ([col.teardown], None)
+        return True
+
+    def _set_up_shared(self, timed):
+        """Sets up the item's fixtures wider than a function (session,
+        package, module, class) that are not up yet, before the snapshot
+        that precedes the reported run: the first test of their scope would
+        grow by them, and run once more for it.  pytest's setup then finds
+        them up, as it does for the next tests of their scope.
+
+        Done as the setup phase does it (under `timed`, the test's time
+        limit), with pytest's output and log capture on, so that what they
+        print or log is in the test's setup sections, and only where
+        nothing else could change what that phase does first: every
+        pytest_runtest_setup implementation is pytest's own or this
+        plugin's, and the item has no skip, skipif or xfail marker (pytest
+        skips before any fixture).  A fixture that fails or skips keeps
+        that outcome, which pytest's setup raises from its cache, as for
+        the scope's later tests; what it printed stays captured."""
+        item = self.item
+        defs = getattr(getattr(item, "_fixtureinfo", None),
+                       "name2fixturedefs", None) or {}
+        names = [name for name in getattr(item, "fixturenames", ())
+                 if defs.get(name)
+                 and getattr(defs[name][-1], "scope", "function")
+                 != "function"
+                 and getattr(defs[name][-1], "cached_result", 0) is None]
+        if not names or not hasattr(item, "_initrequest") or \
+                not _pytest_own(item.ihook.pytest_runtest_setup) or \
+                any(item.get_closest_marker(m) is not None
+                    for m in ("skip", "skipif", "xfail")):
+            return
+        plugins = item.config.pluginmanager
+        capture = plugins.get_plugin("capturemanager")
+        logs = plugins.get_plugin("logging-plugin")
+        if (capture is not None and
+                not callable(getattr(capture, "item_capture", None))) or \
+                (logs is not None and (
+                    _CAPLOG_KEYS is None or
+                    not callable(getattr(logs, "_runtest_for", None)))):
+            return
+        reraise = _reraise(item.config)
+        os.environ["PYTEST_CURRENT_TEST"] = f"{item.nodeid} (setup)".replace(
+            "\x00", "(null)")
+        # On pytest's setup stack, as in its setup phase (a request of an
+        # item not on it is a request made in its teardown), with nothing to
+        # finish: the shared fixtures' finalizers go on their own nodes.
+        stack = item.session._setupstate.stack
+        stack[item] = ([], None)
+        item._initrequest()
+        try:
+            with contextlib.ExitStack() as phase:
+                phase.enter_context(timed())
+                # Nested as pytest's hook wrappers are: the log capture
+                # outside the output capture.
+                if logs is not None:
+                    item.stash[_CAPLOG_KEYS[0]] = {}
+                    phase.enter_context(logs._runtest_for(item, "setup"))
+                if capture is not None:
+                    phase.enter_context(capture.item_capture("setup", item))
+                for name in names:
+                    try:
+                        item._request.getfixturevalue(name)
+                    except BaseException as e:
+                        if isinstance(e, reraise):
+                            raise
+                        break
+        finally:
+            stack.pop(item, None)
+            item._request = False
+            item.funcargs = None
+            if logs is not None:
+                for key in _CAPLOG_KEYS:
+                    if key in item.stash:
+                        del item.stash[key]
+                fresh_log_buffers(item.config)
 
     def _preset_tmp_path(self):
-        """pytest 9 numbers tmp_path directories with a counter per name,
-        which gains an entry the first time a name is used: made now, with
-        the number the run will take (0), when the test uses tmp_path."""
+        """When the test uses tmp_path: the session's base directory, which
+        the first tmp_path makes (importing getpass for the user's name),
+        is made now; and pytest 9 numbers tmp_path directories with a
+        counter per name, which gains an entry the first time a name is
+        used: made now, with the number the run will take (0)."""
         item = self.item
         factory = getattr(item.config, "_tmp_path_factory", None)
-        counters = getattr(factory, "_next_number", None)
-        if not isinstance(counters, dict) or \
+        if factory is None or \
                 "tmp_path" not in getattr(item, "fixturenames", ()):
+            return
+        try:
+            factory.getbasetemp()
+        except Exception:
+            pass            # the run's tmp_path raises it, as its error
+        counters = getattr(factory, "_next_number", None)
+        if not isinstance(counters, dict):
             return
         # As pytest's tmp_path fixture names it (_pytest/tmpdir.py).
         name = re.sub(r"[\W]", "_", item.name)[:30]
@@ -690,20 +829,50 @@ class ItemRunner:
         self.torn_down = True
         return True
 
+    def tears_down_alone(self):
+        """Whether finish() runs the teardown phase alone, rather than one
+        more whole run: every implementation of pytest_runtest_teardown for
+        the item is pytest's own or this plugin's, whose pairing with the
+        setup before is known (pytest's log capture deletes what its setup
+        added to the item's stash: made anew here).  The item itself was
+        torn down by its last run; what is left on pytest's setup stack is
+        the module's and wider nodes' finalizers, which need no run of the
+        test.  A teardown hook of a conftest or another plugin may expect
+        what its own setup hook made: then the whole run it expects."""
+        return not self.torn_down and \
+            _pytest_own(self.item.ihook.pytest_runtest_teardown) and \
+            (_CAPLOG_KEYS is not None or
+             self.item.config.pluginmanager.get_plugin("logging-plugin")
+             is None)
+
+    def _tear_down_alone(self, reports):
+        item = self.item
+        if _CAPLOG_KEYS is not None:
+            # What pytest's log capture made in the setup and deletes in
+            # the teardown.
+            item.stash.setdefault(_CAPLOG_KEYS[0], {})
+        final = call_and_report(item, "teardown", interact=True,
+                                nextitem=self._next_for_teardown())
+        self.torn_down = True
+        return _replace_teardown(reports, final), None
+
     def finish(self, reports):
         """Tears down what the next item does not need (module or session
         fixtures at the end of their scope), when the reported run left it
         up, and returns (reports to log, the report of a phase of the final
         run that did not pass, or None).
 
-        pytest's hooks and items pair a teardown with the setup and call
-        before it (the logging plugin keeps state from setup to teardown, a
-        unittest item creates its TestCase in the call and drops it in the
-        teardown), so this is one more whole run, unreported but for its
-        teardown, whose report replaces the reported run's teardown report
-        when that one passed."""
+        When tears_down_alone(), that is the teardown phase alone, through
+        the hook.  Else pytest's hooks and items may pair a teardown with
+        the setup and call before it (the logging plugin keeps state from
+        setup to teardown, a unittest item creates its TestCase in the call
+        and drops it in the teardown), so this is one more whole run,
+        unreported but for its teardown.  Either way, the new teardown
+        report replaces the reported run's when that one passed."""
         if self.torn_down:
             return reports, None
+        if self.tears_down_alone():
+            return self._tear_down_alone(reports)
         item = self.item
         if self._globs is not None:
             item.dtest.globs.clear()
@@ -734,8 +903,4 @@ class ItemRunner:
             if hasrequest:
                 item._request = False
                 item.funcargs = None
-        last = reports[-1]
-        if final.failed or not last.failed:
-            final.duration += last.duration
-            reports[-1] = final
-        return reports, failure
+        return _replace_teardown(reports, final), failure

@@ -1,0 +1,275 @@
+"""Fixtures wider than a function: the first test of their scope finds them
+set up before its reported run (so that run can be its measured run), the
+last one tears them down with the teardown phase alone; what they print,
+log, raise or skip is where pytest puts it without --leaks."""
+
+import collections
+import sys
+
+import pytest
+
+# The reported run is read as the measured run on release builds from 3.11
+# (test_plugin_once.py says why not elsewhere).
+READS_REPORTED = sys.version_info >= (3, 11) and \
+    not hasattr(sys, "gettotalrefcount")
+
+SCOPES = '''
+import logging
+
+import pytest
+
+
+def log(event):
+    with open("runs.log", "a") as f:
+        f.write(event + "\\n")
+
+
+@pytest.fixture(scope="session")
+def server():
+    log("session-setup")
+    yield {"port": 1}
+    log("session-teardown")
+
+
+@pytest.fixture(scope="module")
+def table(server):
+    log("module-setup")
+    print("table-setup-printed")
+    logging.getLogger("scopes").warning("table-setup-logged")
+    yield {i: str(i) for i in range(200)}
+    print("table-teardown-printed")
+    logging.getLogger("scopes").warning("table-teardown-logged")
+    log("module-teardown")
+
+
+def test_warms_up():
+    assert sorted([2, 1]) == [1, 2]
+
+
+def test_first(table):
+    assert table[3] == "3"
+
+
+def test_middle(table):
+    assert len(table) == 200
+
+
+@pytest.fixture(scope="class")
+def group():
+    log("class-setup")
+    yield []
+    log("class-teardown")
+
+
+class TestGroup:
+    def test_in_class(self, group, table):
+        assert group == []
+
+
+def test_last(table):
+    assert table[199] == "199"
+'''
+
+
+def _passes(result):
+    """The -rP section of a run's output, up to leakcheck's summary."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "= PASSES =" in line)
+    end = next(i for i in range(start + 1, len(lines))
+               if lines[i].startswith(("leakcheck:", "=")))
+    return lines[start:end]
+
+
+def test_shared_fixtures_are_up_before_the_first_run_and_down_after_the_last(
+        pytester, read_report, runs_log):
+    pytester.makepyfile(test_scopes=SCOPES)
+    plain = pytester.runpytest_subprocess("-p", "no:leakcheck", "-rP",
+                                          "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=5)
+    (pytester.path / "runs.log").unlink()
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "-rP", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5)
+    _, recs = read_report()
+    assert {r["verdict"] for r in recs.values()} == {"clean"}, recs
+    assert runs_log() == ["session-setup", "module-setup", "class-setup",
+                          "class-teardown", "module-teardown",
+                          "session-teardown"]
+    if READS_REPORTED:
+        # The first test of the module (and of the class) set up the wider
+        # fixtures before its reported run, and the last one tore them down
+        # without one more run: each ran once.
+        for name in ("test_first", "TestGroup::test_in_class", "test_last"):
+            rec = recs[f"test_scopes.py::{name}"]
+            assert rec["test_runs"] == 1 and rec["warmup_measured"], rec
+    # What the module fixture printed and logged, in its setup and its
+    # teardown, is shown where and as pytest shows it without --leaks.
+    assert "table-teardown-logged" in str(_passes(plain))
+    assert _passes(result) == _passes(plain)
+
+
+BROKEN = '''
+import pytest
+
+pytestmark = pytest.mark.noleak
+
+
+@pytest.fixture(scope="module")
+def broken():
+    print("broken-printed")
+    raise RuntimeError("module-fixture-broke")
+
+
+@pytest.fixture(scope="module")
+def missing():
+    pytest.skip("not on this machine")
+
+
+@pytest.fixture(scope="module")
+def bad_teardown():
+    yield
+    raise RuntimeError("module-teardown-broke")
+
+
+def test_broken_1(broken):
+    pass
+
+
+def test_broken_2(broken):
+    pass
+
+
+def test_skipped(missing):
+    pass
+
+
+@pytest.mark.skip(reason="marked")
+def test_marked(broken):
+    pass
+
+
+def test_bad_teardown(bad_teardown):
+    pass
+'''
+
+
+def test_a_shared_fixture_that_fails_or_skips_reads_as_without_leaks(
+        pytester):
+    pytester.makepyfile(test_broken=BROKEN)
+    plain = pytester.runpytest_subprocess("-p", "no:leakcheck", "-rs")
+    plain.assert_outcomes(passed=1, errors=3, skipped=2)
+    result = pytester.runpytest_subprocess("-rs")
+    result.assert_outcomes(passed=1, errors=3, skipped=2)
+    out = result.stdout.str()
+    # The fixture's own traceback, captured output and the skip reason, as
+    # pytest shows them; none of leakcheck's frames.
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_broken_1*",
+        "*raise RuntimeError(\"module-fixture-broke\")*",
+        "*Captured stdout setup*", "broken-printed",
+        "*ERROR at setup of test_broken_2*",
+        "*ERROR at teardown of test_bad_teardown*",
+        "*module-teardown-broke*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*not on this machine*",
+                                 "*SKIPPED*marked*"])
+    assert "pytest_leakcheck" not in out, out
+    # The fixture ran once per test, as without --leaks (pytest caches its
+    # error for the module): once for the first, not for the skipped one.
+    assert out.count("broken-printed") == plain.stdout.str().count(
+        "broken-printed")
+
+
+HOOKS = '''
+import pytest
+
+KEY = pytest.StashKey[list]()
+
+
+def pytest_runtest_setup(item):
+    item.stash[KEY] = ["set up"]
+
+
+def pytest_runtest_teardown(item):
+    # Fails unless the setup hook ran before, for this item.
+    assert item.stash[KEY] == ["set up"]
+    del item.stash[KEY]
+'''
+
+HOOKED = '''
+import pytest
+
+
+def log(event):
+    with open("runs.log", "a") as f:
+        f.write(event + "\\n")
+
+
+@pytest.fixture(scope="module")
+def table():
+    log("module-setup")
+    yield {}
+    log("module-teardown")
+
+
+def test_first(table):
+    assert table == {}
+
+
+def test_last(table):
+    assert table == {}
+'''
+
+
+def test_a_conftest_hooked_into_setup_and_teardown_gets_whole_runs(
+        pytester, read_report, runs_log):
+    """A setup or teardown hook that is not pytest's own may expect its
+    pair: the shared fixtures are set up in the reported run, and the
+    module is torn down by one more whole run."""
+    pytester.makeconftest(HOOKS)
+    pytester.makepyfile(test_hooked=HOOKED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=2)
+    _, recs = read_report()
+    assert {r["verdict"] for r in recs.values()} == {"clean"}, recs
+    assert collections.Counter(runs_log()) == {"module-setup": 1,
+                                               "module-teardown": 1}
+    # The module fixture's setup is the first test's growth, and the last
+    # test runs once more to tear the module down.
+    assert recs["test_hooked.py::test_first"]["test_runs"] >= 2
+    assert recs["test_hooked.py::test_last"]["test_runs"] >= 2
+
+
+@pytest.mark.parametrize("scope", ["module", "session"])
+def test_a_leak_in_a_shared_fixture_s_first_use_is_no_leak(
+        pytester, read_report, scope):
+    """Set up before the reported run, a wider fixture is what every run of
+    the test finds: a test that leaks is still caught."""
+    pytester.makepyfile(test_leaks=f'''
+import pytest
+
+_KEPT = []
+
+
+def test_warms_up():
+    assert sorted([2, 1]) == [1, 2]
+
+
+@pytest.fixture(scope="{scope}")
+def big():
+    return [object() for _ in range(1000)]
+
+
+def test_clean(big):
+    assert len(big) == 1000
+
+
+def test_leaks(big):
+    _KEPT.append([])
+''')
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    _, recs = read_report()
+    assert recs["test_leaks.py::test_clean"]["verdict"] == "clean"
+    assert recs["test_leaks.py::test_leaks"]["verdict"] == "leak"
+    if READS_REPORTED:
+        assert recs["test_leaks.py::test_clean"]["test_runs"] == 1
