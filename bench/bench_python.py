@@ -24,6 +24,7 @@ with the machine; run it on an idle one.
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -122,9 +123,14 @@ def hook_cost(rounds):
     results = {}
     for _ in range(2):                      # the best of two processes each
         for mode in ("bare", "hook", "tracemalloc"):
+            # Run from bench/: `python -c` puts its folder first on
+            # sys.path, and from the repository root that would import the
+            # source tree's leakcheck (no built _core) over the installed.
             out = subprocess.run([sys.executable, "-c", WORKLOAD, mode,
                                   str(rounds)], capture_output=True,
-                                 text=True, check=True).stdout
+                                 text=True, check=True,
+                                 cwd=os.path.dirname(os.path.abspath(
+                                     __file__))).stdout
             median = statistics.median(json.loads(out)) * 1e3
             results[mode] = min(results.get(mode, median), median)
     bare = results["bare"]
