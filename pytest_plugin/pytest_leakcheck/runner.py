@@ -9,9 +9,12 @@ puts back what pytest's bookkeeping added, so that only the test's own
 growth is measured:
 
 - a run that passed tears down the item alone, so module-, class- and
-  session-scoped fixtures are set up once, in the reported run, and stay
-  up; when the item is the last of their scope, one more whole run
-  (unreported but for its teardown) tears them down for the next item;
+  session-scoped fixtures are set up once and stay up: before the reported
+  run when only pytest's own hooks take part in the setup phase (so that
+  the first test of their scope does not grow by them), else in it; when
+  the item is the last of their scope, the teardown phase alone tears them
+  down for the next item (one more whole run, unreported but for its
+  teardown, when a hook of another plugin takes part in that phase);
 - output captured by pytest, user properties and warnings of the extra runs
   are dropped (the reported run keeps its own);
 - what the item holds (attributes, own markers, keywords, extra keyword
@@ -468,9 +471,10 @@ class ItemRunner:
     With `read_reported` (the series reads the reported run: one warm-up
     run), what pytest keeps of the reported run is made first, before the
     snapshot that precedes it, so that a run that grew nothing else reads
-    as nothing: the values of PYTEST_CURRENT_TEST, the tmp_path counter of
-    the test's name, stand-ins of its reports (dropped once the real ones
-    exist)."""
+    as nothing: the wider fixtures it uses (set up under `timed`, the
+    test's time limit), the values of PYTEST_CURRENT_TEST, the session's
+    tmp_path base and the counter of the test's name, stand-ins of its
+    reports (dropped once the real ones exist)."""
 
     def __init__(self, item, nextitem, read_reported=False,
                  timed=contextlib.nullcontext):
