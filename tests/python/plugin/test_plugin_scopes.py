@@ -13,15 +13,18 @@ import pytest
 READS_REPORTED = sys.version_info >= (3, 11) and \
     not hasattr(sys, "gettotalrefcount")
 
-SCOPES = '''
-import logging
-
+# What the test files below define: log(event) adds a line to runs.log.
+LOG = '''
 import pytest
 
 
 def log(event):
     with open("runs.log", "a") as f:
         f.write(event + "\\n")
+'''
+
+SCOPES = LOG + '''
+import logging
 
 
 @pytest.fixture(scope="session")
@@ -195,14 +198,7 @@ def pytest_runtest_teardown(item):
     del item.stash[KEY]
 '''
 
-HOOKED = '''
-import pytest
-
-
-def log(event):
-    with open("runs.log", "a") as f:
-        f.write(event + "\\n")
-
+HOOKED = LOG + '''
 
 @pytest.fixture(scope="module")
 def table():
