@@ -655,12 +655,12 @@ class ItemRunner:
                 if capture is not None:
                     phase.enter_context(capture.item_capture("setup", item))
                 for name in names:
-                    try:
-                        item._request.getfixturevalue(name)
-                    except BaseException as e:
-                        if isinstance(e, reraise):
-                            raise
-                        break
+                    item._request.getfixturevalue(name)
+        except BaseException as e:
+            # The setup phase raises it again (a fixture's outcome is
+            # cached), or does what is left.
+            if isinstance(e, reraise):
+                raise
         finally:
             stack.pop(item, None)
             item._request = False
