@@ -8,7 +8,8 @@ from pytest_leakcheck import plugin
 
 pytest_timeout = pytest.importorskip("pytest_timeout")
 
-# Each run takes 0.4 s and a budget of 2 s; seven runs take 2.8 s.
+# Each run takes 0.4 s and a budget of 2 s; the six warm-up runs take
+# 2.4 s (the last of them is the measured run when it grew nothing).
 SLOW = '''
 import time
 
@@ -34,7 +35,7 @@ def test_each_run_gets_the_tests_own_budget(pytester, read_report, runs_log,
                            "test_slow"]
     # Clean, and no false alarm from the timer armed and joined per run.
     assert rec["verdict"] == "clean"
-    assert len(runs_log()) == rec["test_runs"] >= WARMUP + 1
+    assert len(runs_log()) == rec["test_runs"] >= WARMUP
 
 
 # The third run takes longer than the limit of each run.
