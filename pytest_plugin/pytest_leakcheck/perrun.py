@@ -11,7 +11,9 @@ settings)); the test's settings are those pytest-timeout armed it with
 first, which plugin.py's own pytest_timeout_set_timer records.  So Runs
 cancels the timer while leakcheck measures between runs and re-arms it,
 with the test's own settings, for each run, from the run's setup to the
-end of its teardown.  With timeout_func_only pytest-timeout arms it around
+end of its teardown, and for what is not a run (the shared fixtures set
+up before the reported run, a module torn down by its teardown phase
+alone: Runs.unmeasured).  With timeout_func_only pytest-timeout arms it around
 each call itself, which is per run already.  When the settings were not
 seen (a plugin that overrides the timer answered first, a pytest-timeout
 without these hooks), the limit covers the whole hunt, and plugin.py says
