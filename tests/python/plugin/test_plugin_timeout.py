@@ -63,6 +63,54 @@ def test_a_run_over_its_budget_is_named(pytester, read_report):
     assert rec["verdict"] == "error" and rec["reason"] == message
 
 
+# A module fixture that hangs, and one that tears down slowly: set up before
+# the first test's reported run and torn down by the last test's teardown
+# phase alone, neither is a run, and the test's limit covers both.
+HANGS = '''
+import time
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def hangs():
+    time.sleep(30)
+
+
+@pytest.fixture(scope="module")
+def slow_teardown():
+    yield
+    time.sleep(30)
+
+
+def test_warms_up():
+    pass
+
+
+def test_hangs(hangs):
+    pass
+
+
+def test_slow_teardown(slow_teardown):
+    pass
+'''
+
+
+def test_the_limit_covers_shared_fixtures_outside_the_runs(pytester):
+    pytester.makepyfile(HANGS)
+    plain = pytester.runpytest_subprocess(
+        "-p", "no:leakcheck", "--timeout=2", "--timeout-method=signal")
+    plain.assert_outcomes(passed=2, errors=2)
+    result = pytester.runpytest_subprocess(
+        "--timeout=2", "--timeout-method=signal", "--leaks")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_hangs*",
+                                 "*Timeout*",
+                                 "*ERROR at teardown of test_slow_teardown*",
+                                 "*Timeout*"])
+    assert result.duration < 25
+
+
 # A timer of the whole test that leakcheck cannot see: a plugin answers
 # pytest-timeout's hook before pytest-timeout (and before leakcheck).
 OWN_TIMER = '''
