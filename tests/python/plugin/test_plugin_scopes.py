@@ -83,6 +83,19 @@ def _passes(result):
     return lines[start:end]
 
 
+# Logs the settle hook, which runs before every snapshot: before the one
+# that precedes a test's reported run too.
+SETTLE_LOGGED = '''
+import pytest
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_leakcheck_settle(item):
+    with open("runs.log", "a") as f:
+        f.write("settle:" + item.name + "\\n")
+'''
+
+
 def test_shared_fixtures_are_up_before_the_first_run_and_down_after_the_last(
         pytester, read_report, runs_log):
     pytester.makepyfile(test_scopes=SCOPES)
@@ -90,21 +103,38 @@ def test_shared_fixtures_are_up_before_the_first_run_and_down_after_the_last(
                                           "-p", "no:cacheprovider")
     plain.assert_outcomes(passed=5)
     (pytester.path / "runs.log").unlink()
+    pytester.makeconftest(SETTLE_LOGGED)
     result = pytester.runpytest_subprocess(
         "--leaks", "--leaks-report=r.json", "-rP", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=5)
     _, recs = read_report()
     assert {r["verdict"] for r in recs.values()} == {"clean"}, recs
-    assert runs_log() == ["session-setup", "module-setup", "class-setup",
-                          "class-teardown", "module-teardown",
-                          "session-teardown"]
+    events = runs_log()
+    assert [e for e in events if not e.startswith("settle:")] == [
+        "session-setup", "module-setup", "class-setup", "class-teardown",
+        "module-teardown", "session-teardown"]
+    # Set up before the snapshot that precedes the first test's reported
+    # run (the settle hook comes right before each snapshot), and the
+    # class's before its test's.
+    assert events.index("module-setup") < events.index("settle:test_first")
+    assert events.index("settle:test_first") < events.index("class-setup") \
+        < events.index("settle:test_in_class")
+    # Torn down after the last test's snapshots, by no run of it: each test
+    # ran its warm-up run and its measured runs (the warm-up run itself when
+    # it grew nothing), and no more.
+    for rec in recs.values():
+        assert rec["test_runs"] == rec["warmup"] + rec["runs"] - \
+            rec["warmup_measured"], rec
+    assert events.index("module-teardown") > max(
+        i for i, e in enumerate(events) if e == "settle:test_last")
     if READS_REPORTED:
-        # The first test of the module (and of the class) set up the wider
-        # fixtures before its reported run, and the last one tore them down
-        # without one more run: each ran once.
-        for name in ("test_first", "TestGroup::test_in_class", "test_last"):
-            rec = recs[f"test_scopes.py::{name}"]
-            assert rec["test_runs"] == 1 and rec["warmup_measured"], rec
+        # So the first test of the module and of the class, and the last,
+        # ran once; but one may have grown by something else (the GC
+        # freezer's turn: see test_plugin_once.py).
+        missed = [name for name in ("test_first", "TestGroup::test_in_class",
+                                    "test_last")
+                  if recs[f"test_scopes.py::{name}"]["test_runs"] != 1]
+        assert len(missed) <= 1, missed
     # What the module fixture printed and logged, in its setup and its
     # teardown, is shown where and as pytest shows it without --leaks.
     assert "table-teardown-logged" in str(_passes(plain))
