@@ -802,9 +802,9 @@ def _hunt(item, nextitem, state):
     if not runner.tear_down_quietly():
         # The teardown phase alone is not a run of the test; one more whole
         # run is.
-        with (runs.unmeasured() if runner.tears_down_alone()
-              else runs.run()):
-            reports, final_failure = runner.finish(reports)
+        alone = runner.tears_down_alone()
+        with runs.unmeasured() if alone else runs.run():
+            reports, final_failure = runner.finish(reports, alone)
     if (final_failure is not None and failure is None and error is None
             and outcome == "passed"):
         # The extra run that tears down wider fixtures failed: the test

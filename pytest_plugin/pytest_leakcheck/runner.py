@@ -145,15 +145,21 @@ def preset_current_test(item):
     from a parent pytest (pytester's runs) would otherwise go in the
     session's first reported run, which would read as less, hiding as much
     growth."""
-    name = "PYTEST_CURRENT_TEST"
     try:
         for when in ("setup", "call", "teardown"):
-            os.environ[name] = f"{item.nodeid} ({when})".replace(
-                "\x00", "(null)")
+            os.environ[_CURRENT_TEST] = _current_test(item, when)
     except Exception:
         pass
     finally:
-        os.environ.pop(name, None)
+        os.environ.pop(_CURRENT_TEST, None)
+
+
+_CURRENT_TEST = "PYTEST_CURRENT_TEST"
+
+
+def _current_test(item, when):
+    """The value pytest gives PYTEST_CURRENT_TEST in phase `when`."""
+    return f"{item.nodeid} ({when})".replace("\x00", "(null)")
 
 
 def fresh_log_buffers(config):
@@ -584,7 +590,7 @@ class ItemRunner:
         state = getattr(self.item.session, "_setupstate", None)
         stack = getattr(state, "stack", None)
         if not isinstance(stack, dict):
-            return
+            return False
         chain = self.item.listchain()[:-1]
         nodes = list(stack)
         if nodes != chain[:len(nodes)] or any(
@@ -636,8 +642,7 @@ class ItemRunner:
                     not callable(getattr(logs, "_runtest_for", None)))):
             return
         reraise = _reraise(item.config)
-        os.environ["PYTEST_CURRENT_TEST"] = f"{item.nodeid} (setup)".replace(
-            "\x00", "(null)")
+        os.environ[_CURRENT_TEST] = _current_test(item, "setup")
         # On pytest's setup stack, as in its setup phase (a request of an
         # item not on it is a request made in its teardown), with nothing to
         # finish: the shared fixtures' finalizers go on their own nodes.
@@ -860,14 +865,14 @@ class ItemRunner:
         self.torn_down = True
         return _replace_teardown(reports, final), None
 
-    def finish(self, reports):
+    def finish(self, reports, alone):
         """Tears down what the next item does not need (module or session
         fixtures at the end of their scope), when the reported run left it
         up, and returns (reports to log, the report of a phase of the final
         run that did not pass, or None).
 
-        When tears_down_alone(), that is the teardown phase alone, through
-        the hook.  Else pytest's hooks and items may pair a teardown with
+        With `alone` (what tears_down_alone() said), that is the teardown
+        phase alone, through the hook.  Else pytest's hooks and items may pair a teardown with
         the setup and call before it (the logging plugin keeps state from
         setup to teardown, a unittest item creates its TestCase in the call
         and drops it in the teardown), so this is one more whole run,
@@ -875,7 +880,7 @@ class ItemRunner:
         report replaces the reported run's when that one passed."""
         if self.torn_down:
             return reports, None
-        if self.tears_down_alone():
+        if alone:
             return self._tear_down_alone(reports)
         item = self.item
         if self._globs is not None:
