@@ -9,6 +9,9 @@
    with a larger heap (--objects extra objects), and after gc.freeze() as
    the pytest plugin does.
 
+   Then settling right after work that fills the CPU caches, as after a
+   test, against settling back to back.
+
 2. The allocator hook (py_bytes, py_allocs) on a pure-Python,
    allocation-heavy workload: the same workload in three fresh
    interpreters, bare, with leakcheck's hook installed, and under
@@ -144,6 +147,52 @@ def hook_cost(rounds):
     return results["hook"] / bare, results["tracemalloc"] / bare
 
 
+def settle_after_work(runs):
+    """Settling right after about 5 ms of work that fills the CPU caches
+    with its own data (sorting, JSON), as a snapshot follows a test, and
+    back to back (warm): the steps that walk every ABC and every module
+    namespace read cold memory after work.  With pytest imported, for the
+    modules and ABCs of a pytest process."""
+    import random
+    from itertools import compress, repeat
+    try:
+        import pytest  # noqa: F401  (its modules and ABCs)
+    except ImportError:
+        pass
+    rng = random.Random(0)
+    data = [{"id": i, "score": rng.random()} for i in range(2000)]
+
+    def work():
+        sorted(rng.random() for _ in range(20000))
+        json.loads(json.dumps(data))
+
+    _settle.settle()
+    plan = _settle._plan
+    namespaces = plan.namespaces
+    steps = (
+        ("settle(), all of it", _settle.settle),
+        (f"reset the caches of {len(plan.abcs)} ABCs",
+         lambda: _settle._exhaust(map(
+             _settle._reset_caches,
+             filter(_settle._not_none, map(_settle._deref, plan.abcs))))),
+        (f"look for __warningregistry__ in {len(namespaces)} namespaces",
+         lambda: list(compress(namespaces, map(
+             dict.__contains__, namespaces, repeat("__warningregistry__"))))),
+    )
+    clock = time.perf_counter
+    print(f"settling after work (median of {runs}; {len(sys.modules)} "
+          f"modules):")
+    for label, step in steps:
+        warm, cold = [], []
+        for _ in range(runs):
+            work()
+            t0 = clock(); step(); t1 = clock(); step(); t2 = clock()
+            cold.append(t1 - t0)
+            warm.append(t2 - t1)
+        print(f"  {label:<52} after work {statistics.median(cold) * 1e6:7.1f}"
+              f" us, warm {statistics.median(warm) * 1e6:6.1f} us")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=2000,
@@ -165,6 +214,8 @@ def main(argv=None):
     snapshot_cost(args.runs, f"the same after gc.freeze()")
     gc.unfreeze()
     del heap
+    print()
+    settle_after_work(max(args.runs // 10, 50))
     print()
     hook_cost(args.rounds)
 
