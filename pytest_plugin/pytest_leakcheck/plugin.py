@@ -38,7 +38,8 @@ from . import hooks
 from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
-from .runner import ItemRunner, fresh_log_buffers, outcome_of
+from .runner import (ItemRunner, fresh_log_buffers, note_shared_fixture,
+                     outcome_of)
 from .settings import BadValue
 
 # Messages (the tests format these instead of copying them).
@@ -479,6 +480,12 @@ def pytest_runtest_makereport(item, call):
         report.leakcheck = _record(
             item, state, settings, "skipped", outcome_of([report]),
             reason=f"not checked: {reason}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef, request):
+    if STATE in request.config.stash:
+        note_shared_fixture(request.session, fixturedef)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

@@ -123,7 +123,11 @@ def report_standins(item):
     real report holds at least what its stand-in does (captured output and
     failures only add to it), so a stand-in never hides growth.  None when
     they cannot be made: the run then reads its reports as growth and is
-    not taken for a measured run."""
+    not taken for a measured run.  The item's funcargs are a dict while
+    they are made, as in a run (pytest-benchmark's hook reads them)."""
+    none = getattr(item, "funcargs", {}) is None
+    if none:
+        item.funcargs = {}
     try:
         return [item.ihook.pytest_runtest_makereport(
                     item=item, call=pytest.CallInfo(
@@ -133,6 +137,9 @@ def report_standins(item):
                 for when in ("setup", "call", "teardown")]
     except Exception:
         return None
+    finally:
+        if none:
+            item.funcargs = None
 
 
 def preset_current_test(item):
@@ -470,6 +477,26 @@ def _pytest_own(hook):
     return True
 
 
+# id(fixturedef) -> fixturedef, for every fixture definition of the session
+# that is not function-scoped and keeps its finalizers in a list.
+_SHARED_FIXTURES = pytest.StashKey[dict]()
+
+
+def note_shared_fixture(session, fixturedef):
+    """Remembers `fixturedef` (the plugin calls this from
+    pytest_fixture_setup, and ItemRunner for the item's own closure) if it
+    is shared: every function-scoped fixture that depends on it adds it a
+    finalizer per run.  The item's closure does not list them all: a
+    fixture requested at run time (request.getfixturevalue, as async test
+    plugins request their event loop runner) depends on shared fixtures of
+    its own."""
+    shared = session.stash.setdefault(_SHARED_FIXTURES, {})
+    if id(fixturedef) not in shared and \
+            getattr(fixturedef, "scope", "function") != "function" and \
+            isinstance(getattr(fixturedef, "_finalizers", None), list):
+        shared[id(fixturedef)] = fixturedef
+
+
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
     series asks, and finally tears down what `nextitem` does not need.
@@ -497,10 +524,10 @@ class ItemRunner:
         # after the reported run.
         info = getattr(item, "_fixtureinfo", None)
         defs = getattr(info, "name2fixturedefs", None) or {}
-        self._shared = tuple(
-            fd for fds in defs.values() for fd in fds
-            if getattr(fd, "scope", "function") != "function"
-            and isinstance(getattr(fd, "_finalizers", None), list))
+        for fds in defs.values():
+            for fd in fds:
+                note_shared_fixture(item.session, fd)
+        self._shared = item.session.stash.setdefault(_SHARED_FIXTURES, {})
         # Reads item.obj, which can make an instance of the test's class.
         self._examples = _SameExamples.of(item)
         # Up to 3.10, the test function's first call would leave it the
@@ -785,7 +812,7 @@ class ItemRunner:
         self._drop_finished_finalizers()
 
     def _drop_finished_finalizers(self):
-        for fd in self._shared:
+        for fd in self._shared.values():
             fins = fd._finalizers
             for i in range(len(fins) - 1, -1, -1):   # in place: no new list
                 if self._finished(fins[i]):
