@@ -8,6 +8,7 @@ this one is not under ``pytest tests/python``.
 """
 
 import json
+import os
 import pathlib
 
 import pytest
@@ -16,6 +17,26 @@ import pytest
 def pytest_configure(config):
     if not config.pluginmanager.has_plugin("pytester"):
         config.pluginmanager.import_plugin("pytester")
+    config.addinivalue_line(
+        "markers", "async_plugins: the test's pytest runs load the async "
+        "test plugins (pytest-asyncio, anyio, pytest-trio)")
+
+
+# The async test plugins scripts/setup installs for test_plugin_async.py
+# are kept out of every other test's pytest runs: pytest-asyncio warns on
+# stderr at start-up, which tests of the plugin's own messages read.
+ASYNC_PLUGINS_OFF = "-p no:asyncio -p no:anyio -p no:trio"
+
+
+@pytest.fixture(autouse=True)
+def _no_async_plugins(request, monkeypatch):
+    if request.node.get_closest_marker("async_plugins") is None:
+        if "pytester" in request.fixturenames:
+            # Made first: pytester removes PYTEST_ADDOPTS as it starts.
+            request.getfixturevalue("pytester")
+        addopts = os.environ.get("PYTEST_ADDOPTS", "")
+        monkeypatch.setenv("PYTEST_ADDOPTS",
+                           f"{addopts} {ASYNC_PLUGINS_OFF}".strip())
 
 
 LEAKY = '''

@@ -16,6 +16,8 @@ CORPUS = pathlib.Path(__file__).parents[3] / "bench" / "async_corpus.py"
 for plugin in ("pytest_asyncio", "anyio", "trio", "pytest_trio"):
     pytest.importorskip(plugin)
 
+pytestmark = pytest.mark.async_plugins
+
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
 def test_a_round_of_the_async_corpus_is_judged_right(workers):
