@@ -791,9 +791,10 @@ series_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "zii:Series", kwlist, &name,
                                      &warmup, &repeat))
         return NULL;
-    if (warmup < 0 || repeat < 1) {
+    if (warmup < 0 || repeat < 1 || repeat > 10000) {
         PyErr_SetString(PyExc_ValueError,
-                        "leakcheck: warmup must be >= 0 and repeat >= 1");
+                        "leakcheck: warmup must be >= 0 and repeat from 1 "
+                        "to 10000");
         return NULL;
     }
     self = (SeriesObject *)type->tp_alloc(type, 0);
@@ -854,6 +855,56 @@ series_set_snapshot_flags(SeriesObject *self, PyObject *arg)
         return NULL;
     lc_series_set_snapshot_flags(self->series, (unsigned)flags);
     Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_window(SeriesObject *self, PyObject *arg)
+{
+    long window = PyLong_AsLong(arg);
+
+    if ((window == -1 && PyErr_Occurred()) ||
+        check(lc_series_set_window(self->series, window < 0 || window > 8
+                                                     ? 0 : (int)window)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_thorough(SeriesObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+
+    if (on < 0 || check(lc_series_set_thorough(self->series, on)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_window(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(lc_series_window(self->series));
+}
+
+static PyObject *
+series_thorough(SeriesObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(lc_series_thorough(self->series));
+}
+
+static PyObject *
+series_main_runs(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(lc_series_main_runs(self->series));
+}
+
+static PyObject *
+series_raises(SeriesObject *self, PyObject *arg)
+{
+    int probe;
+
+    if (probe_arg(arg, &probe) < 0)
+        return NULL;
+    return PyLong_FromLong(lc_series_raises(self->series, probe));
 }
 
 static PyObject *
@@ -935,6 +986,12 @@ static PyMethodDef series_methods[] = {
     {"set_location", (PyCFunction)series_set_location, METH_VARARGS, NULL},
     {"set_snapshot_flags", (PyCFunction)series_set_snapshot_flags, METH_O,
      NULL},
+    {"set_window", (PyCFunction)series_set_window, METH_O, NULL},
+    {"set_thorough", (PyCFunction)series_set_thorough, METH_O, NULL},
+    {"window", (PyCFunction)series_window, METH_NOARGS, NULL},
+    {"thorough", (PyCFunction)series_thorough, METH_NOARGS, NULL},
+    {"main_runs", (PyCFunction)series_main_runs, METH_NOARGS, NULL},
+    {"raises", (PyCFunction)series_raises, METH_O, NULL},
     {"next", (PyCFunction)series_next, METH_NOARGS, NULL},
     {"leaked", (PyCFunction)series_leaked, METH_NOARGS, NULL},
     {"probes", (PyCFunction)series_probes, METH_NOARGS, NULL},

@@ -162,8 +162,9 @@ def index_of(name):
 _DEFAULT_MASK = probe_mask(None)
 
 
-def check_count(value, argname, minimum):
-    """`value` as an int >= minimum, or TypeError/ValueError naming it."""
+def check_count(value, argname, minimum, maximum=None):
+    """`value` as an int >= minimum (and <= maximum when given), or
+    TypeError/ValueError naming it."""
     if isinstance(value, bool):
         raise TypeError(f"{argname} must be an int, not bool")
     try:
@@ -173,6 +174,8 @@ def check_count(value, argname, minimum):
                         f"{type(value).__name__}") from None
     if value < minimum:
         raise ValueError(f"{argname} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{argname} must be <= {maximum}, got {value}")
     return value
 
 

@@ -29,6 +29,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 _HOOKED = ("py_bytes", "py_allocs")
+MAX_REPEAT = 10000        # the engine's cap (LC__MAX_REPEAT)
 MSG_HOOK_RESTORED = (
     "leakcheck's allocator hook was taken out while this ran (tracemalloc, "
     "started before leakcheck, removes it on stop()) and was put back; "
@@ -422,19 +423,33 @@ class Series:
         if series.leaked: ...
 
     After `warmup` unmeasured runs, each measured run gives one delta per
-    probe; a probe leaks when every delta reaches its threshold (tolerance
-    + 1 when ``tolerance`` is given, else the probe's default).  The engine
-    stops as soon as no probe can still leak: clean code costs `warmup` + 1
-    measured run.  The last warm-up run is read too: when it grew nothing
-    (no probe read less than before, none reached its threshold), there
-    was nothing to warm up, that run is the measured run
-    (``warmup_measured``), and clean code costs `warmup` runs.  A verdict
-    that rests on py_bytes or native_bytes alone (the probes that count
-    bytes) is confirmed over 8 more runs (growth in each half of them), so
-    ``runs`` can then exceed `repeat`.
+    probe; a probe leaks when it grows to a new high by its threshold
+    (tolerance + 1 when ``tolerance`` is given, else the probe's default)
+    in `repeat` runs, never more than ``window`` - 1 runs apart (window 2,
+    or 3 when ``thorough``): a leak in every run takes `repeat` runs, one
+    that skips a run or two up to `repeat` * window; growth freed and kept
+    again, back and forth, is no leak.  A probe whose growth dies out (its
+    later runs grew less than half its earlier ones) runs on, up to
+    `repeat` * 8 more runs, and is no leak when it stops.  The engine
+    stops as soon as no probe can still leak: clean code costs `warmup` +
+    1 or 2 measured runs.  The last warm-up run is read too: when it grew
+    nothing (no probe read less than before, none reached its threshold),
+    there was nothing to warm up, that run is the measured run
+    (``warmup_measured``), and clean code costs `warmup` runs.
+
+    ``thorough`` (for nightly hunts): a warm-up run that grew nothing does
+    not end the series (a leak that skips it is caught, at two more runs
+    per clean test), the window is 3, and every suspected leak runs on up
+    to 512 more runs while it grows (a cache bounded at a few hundred
+    entries fills, stops, and is no leak).
+
+    A verdict that rests on py_bytes or native_bytes alone (the probes
+    that count bytes) is confirmed over 8 more runs (growth in each half
+    of them), so ``runs`` can then exceed what the engine ran.
 
     Once next() has returned False: ``leaked``, ``leaking`` (names),
-    ``runs`` (measured runs), ``warmup_measured`` (the last warm-up run
+    ``runs`` (measured runs), ``main_runs`` (those before suspects ran on),
+    ``warmup_measured`` (the last warm-up run
     grew nothing and was the measured run), ``probes`` (names compared),
     ``deltas``
     ({name: [delta per run]}), ``thresholds`` ({name: int}), ``unread``
@@ -447,9 +462,14 @@ class Series:
                  probes: ProbeNames = None, tolerance: Tolerance = None,
                  name: Optional[str] = None,
                  location: Optional[Tuple[Union[str, "os.PathLike[str]"],
-                                          int]] = None) -> None:
+                                          int]] = None,
+                 thorough: bool = False) -> None:
         self.warmup = check_count(warmup, "warmup", 0)
-        self.repeat = check_count(repeat, "repeat", 1)
+        self.repeat = check_count(repeat, "repeat", 1, MAX_REPEAT)
+        if not isinstance(thorough, bool):
+            raise TypeError(f"thorough must be a bool, not "
+                            f"{type(thorough).__name__}")
+        self.thorough = thorough
         mask = readable_mask(probes)
         self._asked = names_of(mask)
         thresholds = {name: value + 1 for name, value in
@@ -457,6 +477,8 @@ class Series:
         self.name = name or "series"
         core = _core.Series(self.name, self.warmup, self.repeat)
         core.set_probes(mask)
+        core.set_thorough(thorough)
+        self.window = core.window()
         for name, value in thresholds.items():
             core.set_threshold(index_of(name), value)
         # (file, line) the report names; by default where the Series is made.
@@ -476,6 +498,7 @@ class Series:
         self.leaked: Optional[bool] = None
         self.leaking: list[str] = []
         self.runs = 0
+        self.main_runs = 0
         self.warmup_measured = False
         self.probes: list[str] = []
         self.deltas: dict[str, list[int]] = {}
@@ -548,6 +571,7 @@ class Series:
                 self.deltas[name] += deltas
         self.leaked = bool(self.leaking)
         self.runs = max(map(len, self.deltas.values()), default=main.runs())
+        self.main_runs = main.main_runs()
         self.warmup_measured = main.warmup_measured()
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
@@ -582,7 +606,8 @@ class Series:
 
 def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
            repeat: int = 4, probes: ProbeNames = None,
-           tolerance: Tolerance = None, **kwargs: Any) -> Series:
+           tolerance: Tolerance = None, thorough: bool = False,
+           **kwargs: Any) -> Series:
     """Runs ``func(*args, **kwargs)`` as a Series: `warmup` runs, then up
     to `repeat` measured runs.  On a leak, re-runs it under diagnose() and
     raises LeakError with the report; otherwise returns the finished
@@ -591,7 +616,7 @@ def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
         raise TypeError(f"repeat() needs a callable, not "
                         f"{type(func).__name__}")
     series = Series(warmup=warmup, repeat=repeat, probes=probes,
-                    tolerance=tolerance,
+                    tolerance=tolerance, thorough=thorough,
                     name=getattr(func, "__qualname__", None) or repr(func))
     series._core.set_location(*_outside_caller())
     while series.next():

@@ -11,11 +11,14 @@
  *   - a *scope* compares two snapshots once: growth above a probe's
  *     tolerance is a leak;
  *   - a *series* runs the same code repeatedly: after `warmup` unmeasured
- *     runs, each of up to `repeat` runs yields one delta per probe, and a
- *     probe leaks when every delta reaches its threshold.  The series stops
- *     early as soon as no probe can still leak.  The last warm-up run is
- *     read as well: when it grew nothing at all, it is the measured run,
- *     and a clean body costs its warm-up runs alone.
+ *     runs, each measured run yields one delta per probe, and a probe
+ *     leaks when it grows to a new high in `repeat` runs, never more than
+ *     `window` - 1 runs apart (a leak that skips a run or two is caught;
+ *     growth freed and kept again, back and forth, is not a leak).  A
+ *     probe whose growth dies out runs on until it stops.  The series
+ *     stops early as soon as no probe can still leak.  The last warm-up
+ *     run is read as well: when it grew nothing at all, it is the measured
+ *     run, and a clean body costs its warm-up runs alone.
  *
  * Conventions (as in jansson and libuv): every exported symbol starts with
  * `lc_`, every macro with `LC_` or `LEAK_`.  Functions return 0 or a
@@ -186,7 +189,10 @@ size_t lc_scope_report(const lc_scope *scope, char *buf, size_t size);
 
 typedef struct lc_series lc_series;
 
-/* warmup >= 0 unmeasured runs, then up to repeat >= 1 measured runs.
+/* warmup >= 0 unmeasured runs, then measured runs until every probe is
+ * dead or suspected (`repeat` raises, 1 <= repeat <= 10000): `repeat`
+ * runs for a leak in every run, up to repeat * window when it skips runs,
+ * plus up to repeat * 8 more for a suspect whose growth dies out.
  * NULL on bad arguments or no memory.  When warmup >= 1, a snapshot is also
  * taken before the last warm-up run; if that run grew nothing (each probe
  * read at least as much as before and less than its threshold more), the
@@ -199,6 +205,15 @@ int lc_series_set_threshold(lc_series *series, int probe, int64_t threshold);
 void lc_series_set_location(lc_series *series, const char *file, int line);
 /* Flags passed to every snapshot of the series (LC_SNAPSHOT_NO_COLLECT). */
 void lc_series_set_snapshot_flags(lc_series *series, unsigned flags);
+/* A live probe raises at least once in every `window` runs (1 to 8;
+ * default 2; 1 is "every run").  Before the first step. */
+int lc_series_set_window(lc_series *series, int window);
+/* Thorough mode (on != 0), for nightly hunts: window 3, a warm-up run that
+ * grew nothing does not end the series (a leak that skips it is caught at
+ * the cost of two more runs), and every suspect runs on up to 512 more
+ * runs while it grows (a cache bounded at a few hundred entries fills and
+ * is no leak).  Sets the window.  Before the first step. */
+int lc_series_set_thorough(lc_series *series, int on);
 
 /*
  * Drives the series:  while ((rc = lc_series_next(s)) > 0) run_once();
@@ -219,6 +234,12 @@ int lc_series_warmup_measured(const lc_series *series);
 int lc_series_delta(const lc_series *series, int run, int probe,
                     int64_t *delta);
 int64_t lc_series_threshold(const lc_series *series, int probe);
+int lc_series_window(const lc_series *series);
+int lc_series_thorough(const lc_series *series);
+/* Measured runs before suspects ran on (all of them when none did). */
+int lc_series_main_runs(const lc_series *series);
+/* Runs in which `probe` grew to a new high by its threshold or more. */
+int lc_series_raises(const lc_series *series, int probe);
 size_t lc_series_report(const lc_series *series, char *buf, size_t size);
 
 /* ---- Failure handler (used by the test macros) -------------------------- */

@@ -42,6 +42,11 @@ void lc__native_read(lc_snapshot *snap, unsigned mask, unsigned flags);
 /* A snapshot flag of the engine's own: the last snapshot of a scope or
  * series, where memcheck's leak search prints its loss records. */
 #define LC__SNAPSHOT_LAST 0x100u
+/* The most measured runs a series may ask for: its deltas are allocated
+ * up front (repeat * window + extension rows), never between snapshots. */
+#define LC__MAX_REPEAT 10000
+#define LC__STR_(x) #x
+#define LC__STR(x) LC__STR_(x)
 
 /* What one memcheck leak search found, in bytes (VALGRIND_COUNT_LEAKS). */
 typedef struct lc__leak_counts {

@@ -708,7 +708,8 @@ def _hunt(item, nextitem, state):
         series = leakcheck.Series(
             warmup=settings.warmup, repeat=settings.repeat,
             probes=list(settings.probes), tolerance=settings.tolerance,
-            name=item.nodeid, location=_location(item))
+            name=item.nodeid, location=_location(item),
+            thorough=settings.thorough)
     except (BadValue, ValueError, OverflowError) as e:
         # The test errors in its setup, run by pytest's own protocol.
         item.stash[BAD_SETTINGS] = str(e)

@@ -25,7 +25,8 @@ MARKER_ARGS = ("repeat", "warmup", "probes", "tolerance")
 MARKER_LINE = (
     f"{MARKER}(repeat={DEFAULT_REPEAT}, warmup={DEFAULT_WARMUP}, "
     "probes=None, tolerance=None): repeat the test and fail it when a probe "
-    "grows in every measured run (a leak). repeat: measured runs at most; "
+    "keeps growing (a leak). repeat: runs a probe must grow in (a leak "
+    "that skips runs takes more, growth that dies out runs on); "
     "warmup: unmeasured runs first, counting the reported run; probes: "
     "names (a list or a comma-separated string) instead of the default "
     "set; tolerance: growth per run that is not a leak, an int for every "
@@ -49,13 +50,18 @@ def opt_out_reason(item):
 
 
 HELP_LEAKS = ("hunt for leaks in every test: run each test again and fail it "
-              "when a probe grows in every measured run")
+              "when a probe keeps growing from run to run")
 HELP_NO_LEAKS = ("hunt in no test this run, not even in those marked noleak "
                  "(overrides --leaks and the ini option leaks)")
-HELP_REPEAT = (f"measured runs per test at most (default {DEFAULT_REPEAT}); "
-               "a test that stops growing stops early")
+HELP_REPEAT = (f"runs a probe must grow in to leak (default "
+               f"{DEFAULT_REPEAT}); a test that stops growing stops early")
 HELP_WARMUP = ("unmeasured runs before measuring, counting the test's own "
                f"reported run (default {DEFAULT_WARMUP})")
+HELP_THOROUGH = ("nightly hunts: measure a test that grew nothing in its "
+                 "reported run too (two more runs per clean test), so that "
+                 "a leak that skips that run is caught, catch leaks that "
+                 "grow only every third run, and let every suspected leak "
+                 "run on (up to 512 runs) until a cache that fills stops")
 HELP_PROBES = ("comma-separated probes to judge, or 'all' (default: the "
                "package's default set; see leakcheck.probes())")
 HELP_REPORT = ("write a JSON report (schema leakcheck-report/1) of every "
@@ -82,6 +88,7 @@ OPTIONS = (
     ("--leaks-repeat", "leaks_repeat", HELP_REPEAT, "N", "int"),
     ("--leaks-warmup", "leaks_warmup", HELP_WARMUP, "N", "int"),
     ("--leaks-probes", "leaks_probes", HELP_PROBES, "NAMES", "names"),
+    ("--leaks-thorough", "leaks_thorough", HELP_THOROUGH, None, "bool"),
     ("--leaks-report", "leaks_report", HELP_REPORT, "PATH", "string"),
     ("--leaks-baseline", "leaks_baseline", HELP_BASELINE, "PATH", "string"),
     ("--leaks-diagnose", "leaks_diagnose", HELP_DIAGNOSE, "MODE", "string"),
@@ -171,12 +178,14 @@ class Settings:
     repeat: int
     probes: tuple            # probe names
     tolerance: object        # None, int, or {probe: int}
+    thorough: bool = False   # --leaks-thorough (a session setting)
 
     def to_dict(self):
         tol = self.tolerance
         return {"warmup": self.warmup, "repeat": self.repeat,
                 "probes": list(self.probes),
-                "tolerance": dict(tol) if isinstance(tol, dict) else tol}
+                "tolerance": dict(tol) if isinstance(tol, dict) else tol,
+                "thorough": self.thorough}
 
 
 def _valid_probes():
@@ -350,6 +359,9 @@ def from_config(config):
             if p.name in probes and not p.available:
                 raise BadValue(where, PROBLEM_UNAVAILABLE.format(
                     value=p.name, reason=p.reason))
+    value, where, sources["thorough"] = _raw(config, "--leaks-thorough",
+                                             "leaks_thorough")
+    thorough = False if value is None else parse_bool(value, where)
     report, wheres["report"], sources["report"] = _raw(
         config, "--leaks-report", "leaks_report")
     baseline, wheres["baseline"], sources["baseline"] = _raw(
@@ -365,7 +377,7 @@ def from_config(config):
     return SessionSettings(
         hunt_all=hunt,
         defaults=Settings(warmup=warmup, repeat=repeat, probes=probes,
-                          tolerance=None),
+                          tolerance=None, thorough=thorough),
         report_path=_path(config, report, sources["report"],
                           wheres["report"]),
         baseline_path=_path(config, baseline, sources["baseline"],
@@ -426,7 +438,8 @@ def for_item(item, defaults):
                 else parse_int(kw["repeat"], "repeat", 1, where, text=False)),
         probes=(defaults.probes if kw.get("probes") is None
                 else parse_probes(kw["probes"], where)),
-        tolerance=parse_tolerance(kw.get("tolerance"), where))
+        tolerance=parse_tolerance(kw.get("tolerance"), where),
+        thorough=defaults.thorough)
 
 
 def add_options(parser):

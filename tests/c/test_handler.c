@@ -155,9 +155,19 @@ test_custom_handler(void)
     memset(&seen, 0, sizeof seen);
     LEAK_REPEAT(bad, -1, 0) { body_runs = -100; }
     expect(seen.calls == 1 && body_runs != -100 &&
-           contains(seen.report, "warmup must be >= 0 and repeat >= 1"),
+           contains(seen.report,
+                    "warmup must be >= 0 and repeat from 1 to 10000"),
            "LEAK_REPEAT with warmup -1, repeat 0 fails without running the "
            "body: %.70s", flat(seen.report));
+
+    memset(&seen, 0, sizeof seen);
+    body_runs = 0;
+    LEAK_REPEAT(huge, 1, 2000000000) { body_runs = -100; }
+    expect(seen.calls == 1 && body_runs != -100 &&
+           contains(seen.report, "repeat from 1 to 10000 (warmup 1, repeat "
+                                 "2000000000)"),
+           "LEAK_REPEAT with repeat 2000000000 says why, not \"out of "
+           "memory\": %.90s", flat(seen.report));
 
     lc_set_failure_handler(NULL, NULL);
 }
@@ -531,7 +541,8 @@ test_early_stop(void)
     lc_series_free(s);
 
     /* Growth in the last warm-up run (a cache that fills once): that run
-     * is not measured, and one measured run follows. */
+     * is not measured, and two measured runs follow (a leak every second
+     * run would grow in the second). */
     body = 0;
     s = lc_series_new("fills_once", 1, 10);
     lc_series_set_probes(s, LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES));
@@ -540,11 +551,11 @@ test_early_stop(void)
             once = malloc(4096);
         body++;
     }
-    expect(body == 2 && lc_series_runs(s) == 1 && lc_series_leaked(s) == 0 &&
+    expect(body == 3 && lc_series_runs(s) == 2 && lc_series_leaked(s) == 0 &&
            lc_series_warmup_measured(s) == 0 &&
            lc_series_delta(s, 0, LC_PROBE_NATIVE_BYTES, &d) == LC_OK &&
            d == 0,
-           "growth in the warm-up run: one measured run after it (%d runs, "
+           "growth in the warm-up run: two measured runs after it (%d runs, "
            "warm-up measured %d)", body, lc_series_warmup_measured(s));
     lc_series_free(s);
 
