@@ -1,8 +1,10 @@
 """What --leaks costs and finds on real projects' own test suites: each
 project's sdist from PyPI, its extension built in place, its tests run
-plain and with --leaks (default settings), in one run.
+plain and with --leaks (default settings, or --leaks-thorough), in one
+run.
 
-    python bench/bench_suite.py [--rounds 1] [--work DIR] [PROJECT ...]
+    python bench/bench_suite.py [--rounds 1] [--work DIR] [--thorough]
+                                [PROJECT ...]
 
 PROJECT is one of the recipes below (default: all of them).  Needs the
 network (pip download) and a compiler; run it with the Python that has
@@ -41,9 +43,19 @@ RECIPES = {
                   "tests"),
     "pyyaml": ("pyyaml==6.0.2", ["setup.py", "build_ext", "-i"], "lib",
                "tests/legacy_tests"),
+    "regex": ("regex==2026.11.19", ["setup.py", "build_ext", "-i"], ".",
+              "regex/tests/test_regex.py"),
+    "pyrsistent": ("pyrsistent==0.20.0", ["setup.py", "build_ext", "-i"], ".",
+                   "tests"),
+    # Pure Python, tested with pytest-asyncio (auto mode, their own ini).
+    "aiosignal": ("aiosignal==1.4.0", ["-c", "pass"], ".", "tests"),
+    "async-lru": ("async-lru==2.4.0", ["-c", "pass"], ".", "tests"),
+    "janus": ("janus==2.0.0", ["-c", "pass"], ".", "tests"),
 }
 # What building them needs beyond setuptools.
 BUILD_REQUIRES = ["Cython", "setuptools_scm", "expandvars"]
+# What the async suites test with.
+TEST_REQUIRES = ["pytest-asyncio", "pytest-timeout"]
 
 SESSION_TIME = re.compile(r" in ([0-9.]+)s")
 
@@ -94,13 +106,13 @@ def run(folder, pythonpath, tests, args):
     return float(found[-1]), proc.stdout
 
 
-def bench(work, name, rounds):
+def bench(work, name, rounds, extra=()):
     _, _, pythonpath, tests = RECIPES[name]
     folder = prepare(work, name)
     report = os.path.join(work, f"{name}-leaks.json")
     plain = min(run(folder, pythonpath, tests, [])[0] for _ in range(rounds))
     leaks = min(run(folder, pythonpath, tests,
-                    ["--leaks", f"--leaks-report={report}"])[0]
+                    ["--leaks", f"--leaks-report={report}", *extra])[0]
                 for _ in range(rounds))
     with open(report, encoding="utf-8") as f:
         records = json.load(f)["tests"]
@@ -111,7 +123,8 @@ def bench(work, name, rounds):
     print(f"{name} ({RECIPES[name][0]}): {len(records)} tests; session "
           f"plain {plain:.2f}s, --leaks {leaks:.2f}s, ratio "
           f"{leaks / plain:.2f}x; runs per checked test (its own "
-          f"included): mean {statistics.mean(runs):.2f}, max {max(runs)}, "
+          f"included): mean {statistics.mean(runs):.2f}, total {sum(runs)}, "
+          f"max {max(runs)}, "
           f"{sum(1 for r in runs if r == 1)} of {len(checked)} ran once")
     print(f"  {len(leaking)} leak verdicts, {len(errors)} errors (tests "
           f"that failed or errored)")
@@ -127,6 +140,8 @@ def main(argv=None):
     p.add_argument("projects", nargs="*", metavar="PROJECT",
                    help=f"one of {', '.join(RECIPES)} (default: all)")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--thorough", action="store_true",
+                   help="hunt with --leaks-thorough")
     p.add_argument("--work", default=os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "leakcheck-bench-suites"))
     args = p.parse_args(argv)
@@ -135,11 +150,13 @@ def main(argv=None):
         p.error(f"unknown project {unknown[0]!r}; known: "
                 f"{', '.join(RECIPES)}")
     os.makedirs(args.work, exist_ok=True)
-    sh([sys.executable, "-m", "pip", "install", "-q", *BUILD_REQUIRES])
+    sh([sys.executable, "-m", "pip", "install", "-q", *BUILD_REQUIRES,
+        *TEST_REQUIRES])
     print(f"python {sys.version.split()[0]}, command: "
           f"{' '.join([os.path.basename(sys.executable), *sys.argv])}")
     for name in args.projects or list(RECIPES):
-        bench(args.work, name, args.rounds)
+        bench(args.work, name, args.rounds,
+              ["--leaks-thorough"] if args.thorough else [])
 
 
 if __name__ == "__main__":

@@ -260,6 +260,7 @@ def _rival_loads(pluginmanager):
 def pytest_configure(config):
     config.addinivalue_line("markers", settingsmod.MARKER_LINE)
     config.addinivalue_line("markers", settingsmod.OPT_OUT_LINE)
+    config.addinivalue_line("markers", settingsmod.NOT_REPEATABLE_LINE)
     try:
         session_settings = settingsmod.from_config(config)
     except BadValue as e:

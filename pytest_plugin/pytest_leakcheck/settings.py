@@ -39,14 +39,27 @@ OPT_OUT_LINE = (
     "noleak hunts in it; the report lists it as skipped, with the reason.")
 
 
+NOT_REPEATABLE = "not_repeatable"
+NOT_REPEATABLE_LINE = (
+    f"{NOT_REPEATABLE}(reason=None): the test cannot run twice in one "
+    "process (it patches a module for good, consumes a one-time "
+    "resource, ...): neither --leaks nor noleak repeats it; it runs once, "
+    "and the report lists it as skipped (not judged), with the reason.")
+
+# marker -> the words the report's reason starts with
+OPT_OUTS = {OPT_OUT: "marked leaky", NOT_REPEATABLE: "marked not repeatable"}
+
+
 def opt_out_reason(item):
-    """Why `item` is not to be hunted (its leaky marker), or None."""
-    marker = item.get_closest_marker(OPT_OUT)
-    if marker is None:
-        return None
-    reason = marker.kwargs.get("reason", marker.args[0] if marker.args
-                               else None)
-    return "marked leaky" + (f": {reason}" if reason else "")
+    """Why `item` is not to be hunted (its leaky or not_repeatable marker),
+    or None."""
+    for name, words in OPT_OUTS.items():
+        marker = item.get_closest_marker(name)
+        if marker is not None:
+            reason = marker.kwargs.get("reason", marker.args[0]
+                                       if marker.args else None)
+            return words + (f": {reason}" if reason else "")
+    return None
 
 
 HELP_LEAKS = ("hunt for leaks in every test: run each test again and fail it "

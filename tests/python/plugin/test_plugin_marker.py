@@ -207,3 +207,35 @@ def test_leaky_marker_opts_out(pytester, read_report, runs_log):
     assert recs["test_opt.py::test_hunted"]["verdict"] == "leak"
     markers = pytester.runpytest_subprocess("--markers")
     markers.stdout.fnmatch_lines([f"@pytest.mark.{settings.OPT_OUT_LINE}"])
+
+
+NOT_REPEATABLE = '''
+import json
+
+import pytest
+
+_PATCHED = []
+
+@pytest.mark.not_repeatable(reason="wraps json.dumps for good")
+def test_wraps_for_good():
+    assert not _PATCHED, "ran twice"
+    _PATCHED.append(json.dumps)
+    with open("runs.log", "a") as f:
+        f.write("once\\n")
+'''
+
+
+def test_not_repeatable_marker_runs_once_and_is_not_judged(
+        pytester, read_report, runs_log):
+    pytester.makepyfile(test_once=NOT_REPEATABLE)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=1)
+    assert runs_log() == ["once"]
+    _, recs = read_report()
+    rec = recs["test_once.py::test_wraps_for_good"]
+    assert rec["verdict"] == "skipped"
+    assert rec["reason"] == (
+        "not checked: marked not repeatable: wraps json.dumps for good")
+    markers = pytester.runpytest_subprocess("--markers")
+    markers.stdout.fnmatch_lines(
+        [f"@pytest.mark.{settings.NOT_REPEATABLE_LINE}"])
