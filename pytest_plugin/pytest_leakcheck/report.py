@@ -10,7 +10,7 @@ A report is one JSON object:
      "environment": {python, implementation, debug_build, platform, pytest,
                      leakcheck, workers, rootdir},
      "settings": {hunt: "all"|"marked"|"none", warmup, repeat, probes,
-                  baseline},
+                  tolerance, thorough, baseline},
      "probes": {name: {unit, available, reason, threshold}},
      "summary": {"tests": n, "leak": n, "clean": n, "error": n,
                  "skipped": n, "crashed": n, "known": n},

@@ -44,10 +44,12 @@ def test_a_clean_twin_stops_after_one_measured_run(case, leaky):
         assert series.leaking == []
         measured.append(series.warmup_measured)
         if case.probe != "native_bytes":    # glibc's heap is noisy
-            # The warm-up run, and one measured run unless the warm-up run
-            # grew nothing and was that run.
-            assert series.runs == 1
-            assert calls == (1 if series.warmup_measured else 2)
+            # The warm-up run, and two measured runs (the window) unless
+            # the warm-up run grew nothing and was the measured run, or
+            # read less (one measured run).
+            assert series.runs == (1 if series.warmup_measured else
+                                   calls - 1)
+            assert calls in ((1,) if series.warmup_measured else (2, 3))
     # Warm, clean code grows nothing in its warm-up run either.
     assert measured[-1] is True, (measured, series.report())
 
@@ -55,7 +57,9 @@ def test_a_clean_twin_stops_after_one_measured_run(case, leaky):
 def test_next_keeps_returning_false_once_done():
     series, _ = run_series(lambda: None, warmup=0, repeat=2, probes="objects")
     assert series.next() is False and series.next() is False
-    assert series.runs == 1
+    # Without a warm-up run to read, the window (2) needs two runs of
+    # nothing.
+    assert series.runs == 2 and series.window == 2
 
 
 def test_warmup_zero_measures_from_the_first_run(leaky):
@@ -86,7 +90,7 @@ def test_tolerance_sets_the_threshold_one_above(leaky):
     assert series.deltas == {"blocks": [2, 2, 2]}
 
 
-def test_growth_in_some_runs_only_is_not_a_leak(leaky):
+def test_growth_every_second_run_is_a_leak(leaky):
     runs = []
 
     def sometimes():
@@ -95,7 +99,66 @@ def test_growth_in_some_runs_only_is_not_a_leak(leaky):
             leaky.leak_pymem(64)
 
     series, _ = run_series(sometimes, warmup=0, repeat=4, probes="blocks")
-    assert not series.leaked and series.deltas["blocks"][-1] == 0
+    assert series.leaked, series.report()
+    # Raised in runs 1, 3, 5 and 7 (the first call may grow a little more).
+    assert series.deltas["blocks"][1:] == [0, 1] * 3
+    assert "blocks       grew to a new high in 4 of 7 runs:" \
+        in series.report()
+
+
+def test_growth_every_third_run_is_a_leak_in_thorough_mode_only(leaky):
+    def every_third():
+        calls = []
+
+        def body():
+            calls.append(None)
+            if len(calls) % 3 == 1:
+                leaky.leak_pymem(64)
+        return body
+
+    series, _ = run_series(every_third(), warmup=0, repeat=3,
+                           probes="blocks")
+    assert not series.leaked and series.window == 2
+    series, _ = run_series(every_third(), warmup=0, repeat=3,
+                           probes="blocks", thorough=True)
+    assert series.leaked and series.window == 3 and series.thorough
+    # Raised in runs 1, 4 and 7; then confirmed over 512 more.
+    assert series.main_runs == 7 and series.runs == 7 + 512
+
+
+def test_growth_back_and_forth_is_not_a_leak():
+    kept = []
+
+    def back_and_forth():
+        if kept:
+            kept.pop()
+        else:
+            kept.append([[] for _ in range(8)])
+
+    series, _ = run_series(back_and_forth, warmup=0, repeat=4,
+                           probes="objects")
+    assert not series.leaked, series.report()
+
+
+def test_growth_that_dies_out_runs_on_until_it_stops():
+    cache = {}
+    step = [256]
+
+    def fills_in_shrinking_steps():
+        for _ in range(step[0]):
+            cache[object()] = None
+        step[0] //= 2
+
+    series, _ = run_series(fills_in_shrinking_steps, warmup=0, repeat=4,
+                           probes="blocks")
+    assert not series.leaked, series.report()
+    assert series.main_runs == 4 and series.runs > 4
+    assert "growth that dies out, no leak" in series.report()
+
+
+def test_thorough_must_be_a_bool():
+    with pytest.raises(TypeError, match="thorough must be a bool"):
+        leakcheck.Series(thorough="yes")
 
 
 def test_the_report_appends_a_diagnosis(leaky):
@@ -127,7 +190,7 @@ def test_repeat_returns_the_finished_series_when_clean(case, leaky):
     series = leakcheck.repeat(case.clean, leaky, probes=[case.probe])
     assert isinstance(series, leakcheck.Series)
     assert series.done and not series.leaked
-    assert series.runs == 1 or case.probe == "native_bytes"
+    assert series.runs <= 2 or case.probe == "native_bytes"
 
 
 def test_repeat_passes_arguments_and_uses_default_probes(leaky):
