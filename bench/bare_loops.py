@@ -97,6 +97,30 @@ def _cases(work):
         cases.append((f"pyyaml test_constructor_types {name}",
                       lambda d=data, c=code:
                       test_constructor.test_constructor_types(d, c)))
+    # pyrsistent's field types, cached per (key, value) type: a class made
+    # per call is a new entry each call; and regex's test that compiles a
+    # pattern of a fresh str subclass per call (its cache is bounded at 500
+    # entries: growth that stops after 500 calls).
+    pyrsistent = folder("pyrsistent-*")
+    sys.path[:0] = [pyrsistent, os.path.join(pyrsistent, "tests"),
+                    folder("regex-*")]
+    import class_test
+    import record_test
+    from regex.tests import test_regex
+    cases += [
+        ("pyrsistent class_test.test_enum_key_type",
+         class_test.test_enum_key_type),
+        ("pyrsistent record_test.test_pmap_field_create_from_nested_"
+         "serialized_data",
+         record_test.test_pmap_field_create_from_nested_serialized_data),
+        ("pyrsistent record_test.test_pvector_field_create_from_nested_"
+         "serialized_data",
+         record_test.test_pvector_field_create_from_nested_serialized_data),
+        ("regex RegexTests.test_bug_764548 (a cache bounded at 500)",
+         test_regex.RegexTests("test_bug_764548").test_bug_764548),
+        ("regex RegexTests.test_hg_bugs (growth that dies out)",
+         test_regex.RegexTests("test_hg_bugs").test_hg_bugs),
+    ]
     return cases
 
 

@@ -56,7 +56,7 @@ RECIPES = {
 BUILD_REQUIRES = ["Cython", "setuptools_scm", "expandvars"]
 # What the async suites test with; the others run without it (it warns at
 # start-up, an error where a suite's ini turns warnings into errors).
-TEST_REQUIRES = ["pytest-asyncio", "pytest-timeout"]
+TEST_REQUIRES = ["pytest-asyncio", "pytest-timeout", "frozenlist"]
 ASYNC_SUITES = ("aiosignal", "async-lru", "janus")
 NO_ASYNC = ["-p", "no:asyncio", "-p", "no:anyio", "-p", "no:trio"]
 
