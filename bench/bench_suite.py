@@ -80,9 +80,11 @@ def prepare(work, name):
     before = set(os.listdir(sdists))
     sh([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
         "--no-binary", ":all:", "-d", sdists, requirement])
+    project, version = requirement.split("==")
+    stem = project.lower().replace("-", "_")      # sdists name it so
     found = [f for f in os.listdir(sdists)
-             if f.lower().startswith(requirement.split("==")[0].lower())
-             and requirement.split("==")[1] in f]
+             if f.lower().replace("-", "_").startswith(stem)
+             and version in f]
     archive = os.path.join(sdists, sorted(found or
                                           set(os.listdir(sdists)) - before)[0])
     with tarfile.open(archive) as tar:
@@ -114,6 +116,10 @@ def bench(work, name, rounds, extra=()):
     _, _, pythonpath, tests = RECIPES[name]
     if name not in ASYNC_SUITES:
         tests = [*NO_ASYNC, tests]
+    else:
+        # Their pinned ini predates pytest-asyncio 1.x, which warns (an
+        # error under their filterwarnings) when this is unset.
+        tests = ["-o", "asyncio_default_fixture_loop_scope=function", tests]
     folder = prepare(work, name)
     report = os.path.join(work, f"{name}-leaks.json")
     plain = min(run(folder, pythonpath, tests, [])[0] for _ in range(rounds))
