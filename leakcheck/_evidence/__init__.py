@@ -46,9 +46,10 @@ class Evidence:
 
         prepare(run)      to set up what must see runs before the ones
                           that count (tracemalloc traces one run first):
-                          run(n) re-runs the code n times and returns the
-                          exception that stopped it, or None; prepare
-                          returns that too
+                          run(n) re-runs the code n times and returns
+                          what stopped it ("Type: message", never the
+                          exception, whose frames would be counted), or
+                          None; prepare returns that too
         before()          outermost kind first, before the shared re-runs
         after()           innermost kind first, after those runs (and a
                           settle and full collection)
