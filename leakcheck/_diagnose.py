@@ -305,9 +305,9 @@ def diagnose(run_once: Callable[[], object],
     return diagnosis
 
 
-def _run(run_once, runs, completed):
-    """Runs `run_once` up to `runs` times, counting in completed[0] the
-    runs that ended.  What stopped them, as "Type: message", or None: not
+def _run(run_once, runs, completed=None):
+    """Runs `run_once` up to `runs` times, counting in completed[0] (when
+    given) the runs that ended.  What stopped them, as "Type: message", or None: not
     the exception, whose traceback holds the frames that raised it (and
     the census after the runs would count them, and it, as grown)."""
     for _ in range(runs):
@@ -315,7 +315,8 @@ def _run(run_once, runs, completed):
             call(run_once)
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
-        completed[0] += 1
+        if completed is not None:
+            completed[0] += 1
     return None
 
 
