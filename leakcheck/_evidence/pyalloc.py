@@ -18,9 +18,9 @@ __all__ = ["PyAllocations", "object_allocations", "NOTE_CODE_STOPS"]
 
 TRACE_FRAMES = 10         # tracemalloc frames kept per allocation
 NOTE_CODE_STOPS = (
-    "no Python lines: the code stops tracemalloc itself, which ends the "
-    "diagnosis's tracing (and its traces) in every run; the rest of the "
-    "diagnosis is from runs the code traced as it does by itself")
+    "no Python lines: the code calls tracemalloc.stop() itself, which ends "
+    "the diagnosis's tracing (and drops its traces) in every run; the rest "
+    "of the diagnosis comes from runs left to the code's own tracemalloc")
 
 _TRACEMALLOC_FILE = tracemalloc.__file__
 if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
