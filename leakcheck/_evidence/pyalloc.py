@@ -8,7 +8,6 @@ CPython rule)."""
 
 import linecache
 import sys
-import tokenize
 import tracemalloc
 
 from . import TOP, Evidence
@@ -166,11 +165,16 @@ def _source(filename, lineno):
         lines = entry[2]
     else:
         try:
-            with tokenize.open(filename) as f:
-                lines = f.readlines()
-        except (OSError, SyntaxError, ValueError):
+            with open(filename, "rb") as f:
+                lines = f.read().splitlines()
+        except (OSError, ValueError):
             return ""
-    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    if not 0 < lineno <= len(lines):
+        return ""
+    line = lines[lineno - 1]
+    if isinstance(line, bytes):     # a line shown, not parsed: no cookie
+        line = line.decode("utf-8", "replace")
+    return line.strip()
 
 
 def object_allocations(objects):
