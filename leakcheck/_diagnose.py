@@ -301,6 +301,8 @@ def diagnose(run_once: Callable[[], object],
     for kind in kinds:
         if kind in done:
             kind.fill(diagnosis)
+    for kind in kinds:
+        diagnosis.notes += kind.notes()
     _refs_note(diagnosis, leaking)
     return diagnosis
 

@@ -63,6 +63,9 @@ class Evidence:
         fill(diagnosis)   once all of the above is done, for each kind
                           whose after() ran, in diagnose()'s order (a
                           kind may read what earlier kinds filled)
+        notes()           then for every kind, whatever became of the
+                          runs: what it has to say about why it found
+                          nothing (a list of lines)
 
     The shared runs are nested in every before()/after() pair, so that
     what one kind keeps is there when the others count, before and after
@@ -96,6 +99,9 @@ class Evidence:
 
     def fill(self, diagnosis):
         pass
+
+    def notes(self):
+        return []
 
 
 def is_own(filename):

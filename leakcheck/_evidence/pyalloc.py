@@ -84,12 +84,14 @@ class PyAllocations(Evidence):
             tracemalloc.stop()
 
     def fill(self, diagnosis):
-        if self.stopped:
-            diagnosis.notes.append(NOTE_CODE_STOPS)
-        else:
+        if not self.stopped:
             diagnosis.allocations = _allocations(
                 self.traces_before, self.traces_after, self.request.ignore)
         self.traces_before = self.traces_after = None
+
+    def notes(self):
+        # Also when the runs were stopped (a budget): known from the first.
+        return [NOTE_CODE_STOPS] if self.stopped else []
 
 
 def _traces():

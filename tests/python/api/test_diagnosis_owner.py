@@ -80,3 +80,19 @@ def test_code_that_keeps_tracemalloc_stopped_finds_it_stopped(
     leakcheck.diagnose(looks, ["objects"], runs=2)
     assert not tracemalloc.is_tracing()
     assert seen[1:] == [False] * (len(seen) - 1)
+
+
+def test_why_there_are_no_python_lines_survives_a_stop(no_tracemalloc):
+    calls = []
+
+    def counts_its_own():
+        calls.append(None)
+        if len(calls) == 2:     # the first of the runs compared
+            raise Stop("no time left")
+        tracemalloc.start()
+        tracemalloc.stop()
+
+    diagnosis = leakcheck.diagnose(counts_its_own, ["objects"])
+    assert diagnosis.runs == 0
+    assert "re-running the code raised Stop: no time left" in diagnosis.notes
+    assert NOTE_CODE_STOPS in diagnosis.notes
