@@ -187,11 +187,23 @@ claim(int d)
 /* What the raw hook saw inside an object-domain (or mem-domain) call of
  * pymalloc: whether the block that call frees or resizes (`watch`) was a
  * malloc chunk, and its usable size then (`freed`); the last block a
- * nested raw call handed out (`out`). */
+ * nested raw call handed out (`out`).  `resizing`: that call is a free
+ * or a realloc.
+ *
+ * pymalloc's free and realloc free no raw block but the one they are
+ * about (`watch`).  Another raw free nested in them comes from a hook
+ * installed after ours and not gated (tracemalloc started since the last
+ * snapshot: its raw hook drops the block's trace record there, in a
+ * nested free and in a nested realloc that moves the block), and that
+ * record was counted when tracemalloc allocated it, outside any call of
+ * ours: so such a free counts too, or a test that starts and stops
+ * tracemalloc reads a block per traced free or move as growth.  Under a
+ * gate the record was not counted, nor is its free. */
 static __thread struct {
     void *watch;
     void *out;
     size_t freed;
+    int resizing;
 } nest __attribute__((tls_model("initial-exec")));
 
 static inline void
@@ -582,6 +594,8 @@ direct_free(void *ctx, void *ptr)
     if (in_hook) {
         if (ptr == nest.watch)
             nest.freed = (size_t)usable(ptr);
+        else if (nest.resizing && gate == 0)    /* see `nest` */
+            count_bytes(-1, -chunk_bytes(DOMAIN(ctx), ptr));
         a->free(a->ctx, ptr);
         return;
     }
@@ -646,7 +660,9 @@ forward_realloc(void *ctx, void *ptr, size_t new_size)
     nest.watch = ptr;
     nest.freed = 0;
     nest.out = NULL;
+    nest.resizing = 1;
     p = a->realloc(a->ctx, ptr, new_size);
+    nest.resizing = 0;
     if (p != NULL)
         count_bytes(ptr == NULL, (p == nest.out ? usable(p) : 0) -
                                      (int64_t)nest.freed);
@@ -666,7 +682,9 @@ forward_free(void *ctx, void *ptr)
     in_hook = 1;
     nest.watch = ptr;
     nest.freed = 0;
+    nest.resizing = 1;
     a->free(a->ctx, ptr);
+    nest.resizing = 0;
     count_bytes(-1, -(int64_t)nest.freed);
     in_hook = 0;
 }
