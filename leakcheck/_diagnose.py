@@ -13,6 +13,7 @@ alone.  The newest objects the collector tracks are the ones created last
 oldest), so the scope's growth in objects has their types.
 """
 
+import copy
 import gc
 import os
 import threading
@@ -84,7 +85,6 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain data (str, int, bool, None, lists and
         dicts), with every key present."""
-        import copy
         return {key: copy.deepcopy(getattr(self, key)) for key in self._KEYS}
 
     def __bool__(self) -> bool:
@@ -254,8 +254,10 @@ def diagnose(run_once: Callable[[], object],
         [name for name in PROBE_NAMES if name in leaking], runs)
     kinds = [kind(request) for kind in KINDS if kind.wanted(request)]
 
+    completed = [0]
+
     def run(count):
-        return _run(run_once, count)
+        return _run(run_once, count, completed)
 
     # Bound now: a method looked up between the two reference count
     # censuses would put its name in the type cache (which settling
@@ -263,6 +265,7 @@ def diagnose(run_once: Callable[[], object],
     befores = [kind.before for kind in kinds]
     afters = [kind.after for kind in kinds]
     begun = finished = 0            # afters run from the last kind begun
+    compared = runs                 # shared runs that ended
     try:
         failure = None
         for kind in kinds:
@@ -272,7 +275,9 @@ def diagnose(run_once: Callable[[], object],
             for before in befores:
                 before()
                 begun += 1
+            completed[0] = 0
             failure = run(runs)
+            compared = completed[0]
             _settle_and_collect()
             while finished < begun:
                 afters[begun - 1 - finished]()
@@ -286,21 +291,34 @@ def diagnose(run_once: Callable[[], object],
         if failure is None:
             failure = kind.own_runs(run)
     if failure is not None:
-        diagnosis.notes.append(f"re-running the code raised "
-                               f"{type(failure).__name__}: {failure}")
+        diagnosis.notes.append(f"re-running the code raised {failure}")
+    if done and compared < runs:
+        # Stopped early: the growth is that of the runs that ended; with
+        # none, the census compared nothing.
+        diagnosis.runs = compared
+        if not compared:
+            done = []
     for kind in kinds:
         if kind in done:
             kind.fill(diagnosis)
+    for kind in kinds:
+        diagnosis.notes += kind.notes()
     _refs_note(diagnosis, leaking)
     return diagnosis
 
 
-def _run(run_once, runs):
+def _run(run_once, runs, completed=None):
+    """Runs `run_once` up to `runs` times, counting in completed[0] (when
+    given) the runs that ended.  What stopped them, as "Type: message", or None: not
+    the exception, whose traceback holds the frames that raised it (and
+    the census after the runs would count them, and it, as grown)."""
     for _ in range(runs):
         try:
             call(run_once)
         except Exception as exc:
-            return exc
+            return f"{type(exc).__name__}: {exc}"
+        if completed is not None:
+            completed[0] += 1
     return None
 
 

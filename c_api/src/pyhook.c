@@ -59,6 +59,9 @@
  * allocated through it moves our count) and puts it back where it does
  * not.  The counters missed what happened meanwhile, so that snapshot
  * reads neither probe: no delta spans the gap, none reads a flat zero.
+ * A hook installed after ours (a test's tracemalloc.start()) gets a gate
+ * over it at the next snapshot, so that its own bookkeeping is not
+ * counted (see `gate`).
  *
  * So py_bytes is "usable bytes of live large and raw blocks" under the
  * release allocators, "requested bytes" under the debug hooks; its value
@@ -126,29 +129,81 @@ static pthread_key_t counts_key;
 /* One installation of the hook in one domain: what it forwards to.  The
  * hook's ctx points here.  Someone else can take the hook out (tracemalloc,
  * started before leakcheck, restores on stop() the allocators it found);
- * putting it back makes a new generation, so that a call still running
- * in the old one keeps the links it started with. */
+ * putting it back, or putting a gate over a hook installed after ours,
+ * makes a new generation, so that a call still running in an old one
+ * keeps the links it started with: generations are never freed. */
 typedef struct {
     lc__allocator prev;        /* the allocator below ours                */
     int domain;
 } lc__link;
 
-#define LC__GENERATIONS 16     /* installs, the first one included        */
+typedef lc__link lc__generation[LC__DOMAINS];
 
-static lc__link links[LC__GENERATIONS][LC__DOMAINS];
+#define LC__POOL_BYTES 4096    /* generations are mmap'd this many at once */
+
+static lc__generation *pool;   /* the next free generation, or NULL       */
+static size_t pool_left;       /* free generations from `pool` on         */
 static int installed;          /* generations used; written with the GIL  */
 static int restored;           /* domains put back, all generations       */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
 
+/* A hook installed after ours (tracemalloc started after leakcheck, a
+ * test's tracemalloc.start() that it never stops) forwards each call to
+ * ours, and between its calls allocates for its own bookkeeping through
+ * the raw domain (tracemalloc: a trace per block, an interned traceback
+ * per new call site), which the probes would read as the code's growth
+ * in every later run.  So a gate goes on top of such a hook: a call that
+ * enters through the gate of domain d counts only when, and as, it
+ * reaches our hook of domain d the first time (what the hook forwarded);
+ * whatever else reaches ours before the gate returns is the bookkeeping
+ * of the hooks in between, and counts nothing.  A hook between that
+ * frees instead what it could not record (tracemalloc, out of memory)
+ * leaves one allocation counted that never lived.  What such a hook
+ * allocates outside any allocator call (tracemalloc.start(), take_snapshot,
+ * a traceback interned when an object is made) is still counted: that
+ * is the doing of the code that calls it.
+ *
+ * `gate` is 0 outside a gate; domain + 1 inside one until our hook of
+ * that domain takes the call; GATE_SPENT after. */
+#define GATE_SPENT (-1)
+
+static __thread int gate __attribute__((tls_model("initial-exec")));
+
+/* 1 when a call reaching our hook of domain d (not nested in another of
+ * our calls) is the code's, to be counted. */
+static inline int
+claim(int d)
+{
+    if (gate == 0)
+        return 1;
+    if (gate == d + 1) {
+        gate = GATE_SPENT;
+        return 1;
+    }
+    return 0;
+}
+
 /* What the raw hook saw inside an object-domain (or mem-domain) call of
  * pymalloc: whether the block that call frees or resizes (`watch`) was a
  * malloc chunk, and its usable size then (`freed`); the last block a
- * nested raw call handed out (`out`). */
+ * nested raw call handed out (`out`).  `resizing`: that call is a free
+ * or a realloc.
+ *
+ * pymalloc's free and realloc free no raw block but the one they are
+ * about (`watch`).  Another raw free nested in them comes from a hook
+ * installed after ours and not gated (tracemalloc started since the last
+ * snapshot: its raw hook drops the block's trace record there, in a
+ * nested free and in a nested realloc that moves the block), and that
+ * record was counted when tracemalloc allocated it, outside any call of
+ * ours: so such a free counts too, or a test that starts and stops
+ * tracemalloc reads a block per traced free or move as growth.  Under a
+ * gate the record was not counted, nor is its free. */
 static __thread struct {
     void *watch;
     void *out;
     size_t freed;
+    int resizing;
 } nest __attribute__((tls_model("initial-exec")));
 
 static inline void
@@ -359,7 +414,7 @@ table_malloc(void *ctx, size_t size)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->malloc(a->ctx, size);
     in_hook = 1;
     p = a->malloc(a->ctx, size);
@@ -378,7 +433,7 @@ table_calloc(void *ctx, size_t nelem, size_t elsize)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->calloc(a->ctx, nelem, elsize);
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
@@ -398,7 +453,7 @@ table_realloc(void *ctx, void *ptr, size_t new_size)
     size_t old = (size_t)-1;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->realloc(a->ctx, ptr, new_size);
     in_hook = 1;
     if (ptr != NULL)
@@ -425,7 +480,7 @@ table_free(void *ctx, void *ptr)
 {
     const lc__allocator *a = &LINK(ctx)->prev;
 
-    if (in_hook || ptr == NULL) {
+    if (in_hook || ptr == NULL || !claim(DOMAIN(ctx))) {
         a->free(a->ctx, ptr);
         return;
     }
@@ -468,6 +523,8 @@ direct_malloc(void *ctx, size_t size)
         nest.out = p;
         return p;
     }
+    if (!claim(DOMAIN(ctx)))
+        return a->malloc(a->ctx, size);
     in_hook = 1;
     p = a->malloc(a->ctx, size);
     if (p != NULL)
@@ -487,6 +544,8 @@ direct_calloc(void *ctx, size_t nelem, size_t elsize)
         nest.out = p;
         return p;
     }
+    if (!claim(DOMAIN(ctx)))
+        return a->calloc(a->ctx, nelem, elsize);
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL)
@@ -512,6 +571,8 @@ direct_realloc(void *ctx, void *ptr, size_t new_size)
         }
         return p;
     }
+    if (!claim(DOMAIN(ctx)))
+        return a->realloc(a->ctx, ptr, new_size);
     in_hook = 1;
     old = ptr != NULL ? chunk_bytes(DOMAIN(ctx), ptr) : 0; /* before it goes */
     p = a->realloc(a->ctx, ptr, new_size);
@@ -533,6 +594,12 @@ direct_free(void *ctx, void *ptr)
     if (in_hook) {
         if (ptr == nest.watch)
             nest.freed = (size_t)usable(ptr);
+        else if (nest.resizing && gate == 0)    /* see `nest` */
+            count_bytes(-1, -chunk_bytes(DOMAIN(ctx), ptr));
+        a->free(a->ctx, ptr);
+        return;
+    }
+    if (!claim(DOMAIN(ctx))) {
         a->free(a->ctx, ptr);
         return;
     }
@@ -553,7 +620,7 @@ forward_malloc(void *ctx, size_t size)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->malloc(a->ctx, size);
     in_hook = 1;
     nest.out = NULL;
@@ -570,7 +637,7 @@ forward_calloc(void *ctx, size_t nelem, size_t elsize)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->calloc(a->ctx, nelem, elsize);
     in_hook = 1;
     nest.out = NULL;
@@ -587,13 +654,15 @@ forward_realloc(void *ctx, void *ptr, size_t new_size)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->realloc(a->ctx, ptr, new_size);
     in_hook = 1;
     nest.watch = ptr;
     nest.freed = 0;
     nest.out = NULL;
+    nest.resizing = 1;
     p = a->realloc(a->ctx, ptr, new_size);
+    nest.resizing = 0;
     if (p != NULL)
         count_bytes(ptr == NULL, (p == nest.out ? usable(p) : 0) -
                                      (int64_t)nest.freed);
@@ -606,14 +675,16 @@ forward_free(void *ctx, void *ptr)
 {
     const lc__allocator *a = &LINK(ctx)->prev;
 
-    if (in_hook || ptr == NULL) {
+    if (in_hook || ptr == NULL || !claim(DOMAIN(ctx))) {
         a->free(a->ctx, ptr);
         return;
     }
     in_hook = 1;
     nest.watch = ptr;
     nest.freed = 0;
+    nest.resizing = 1;
     a->free(a->ctx, ptr);
+    nest.resizing = 0;
     count_bytes(-1, -(int64_t)nest.freed);
     in_hook = 0;
 }
@@ -639,7 +710,7 @@ debug_malloc(void *ctx, size_t size)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->malloc(a->ctx, size);
     in_hook = 1;
     p = a->malloc(a->ctx, size);
@@ -655,7 +726,7 @@ debug_calloc(void *ctx, size_t nelem, size_t elsize)
     const lc__allocator *a = &LINK(ctx)->prev;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->calloc(a->ctx, nelem, elsize);
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
@@ -672,7 +743,7 @@ debug_realloc(void *ctx, void *ptr, size_t new_size)
     int64_t old;
     void *p;
 
-    if (in_hook)
+    if (in_hook || !claim(DOMAIN(ctx)))
         return a->realloc(a->ctx, ptr, new_size);
     in_hook = 1;
     old = ptr != NULL ? debug_bytes(DOMAIN(ctx), ptr) : 0;
@@ -688,7 +759,7 @@ debug_free(void *ctx, void *ptr)
 {
     const lc__allocator *a = &LINK(ctx)->prev;
 
-    if (in_hook || ptr == NULL) {
+    if (in_hook || ptr == NULL || !claim(DOMAIN(ctx))) {
         a->free(a->ctx, ptr);
         return;
     }
@@ -696,6 +767,64 @@ debug_free(void *ctx, void *ptr)
     count_bytes(-1, -debug_bytes(DOMAIN(ctx), ptr));
     a->free(a->ctx, ptr);
     in_hook = 0;
+}
+
+/* -- the gate over a hook installed after ours: counts nothing itself -- */
+
+static void *
+gate_malloc(void *ctx, size_t size)
+{
+    const lc__allocator *a = &LINK(ctx)->prev;
+    void *p;
+
+    if (in_hook || gate)
+        return a->malloc(a->ctx, size);
+    gate = DOMAIN(ctx) + 1;
+    p = a->malloc(a->ctx, size);
+    gate = 0;
+    return p;
+}
+
+static void *
+gate_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const lc__allocator *a = &LINK(ctx)->prev;
+    void *p;
+
+    if (in_hook || gate)
+        return a->calloc(a->ctx, nelem, elsize);
+    gate = DOMAIN(ctx) + 1;
+    p = a->calloc(a->ctx, nelem, elsize);
+    gate = 0;
+    return p;
+}
+
+static void *
+gate_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    const lc__allocator *a = &LINK(ctx)->prev;
+    void *p;
+
+    if (in_hook || gate)
+        return a->realloc(a->ctx, ptr, new_size);
+    gate = DOMAIN(ctx) + 1;
+    p = a->realloc(a->ctx, ptr, new_size);
+    gate = 0;
+    return p;
+}
+
+static void
+gate_free(void *ctx, void *ptr)
+{
+    const lc__allocator *a = &LINK(ctx)->prev;
+
+    if (in_hook || gate || ptr == NULL) {
+        a->free(a->ctx, ptr);
+        return;
+    }
+    gate = DOMAIN(ctx) + 1;
+    a->free(a->ctx, ptr);
+    gate = 0;
 }
 
 /* ---- install, read ---- */
@@ -708,6 +837,8 @@ static const lc__allocator forward_hooks = {
     NULL, forward_malloc, forward_calloc, forward_realloc, forward_free};
 static const lc__allocator debug_hooks = {
     NULL, debug_malloc, debug_calloc, debug_realloc, debug_free};
+static const lc__allocator gate_hooks = {
+    NULL, gate_malloc, gate_calloc, gate_realloc, gate_free};
 
 /* The hooks for each domain, from the name CPython gives its current
  * allocators (NULL when they are not all CPython's own). */
@@ -746,14 +877,21 @@ static int
 is_ours(const lc__allocator *a)
 {
     return a->malloc == table_malloc || a->malloc == direct_malloc ||
-           a->malloc == forward_malloc || a->malloc == debug_malloc;
+           a->malloc == forward_malloc || a->malloc == debug_malloc ||
+           a->malloc == gate_malloc;
 }
 
-/* 1 when an allocation in domain d reaches our hook: ours is on top, or
- * another hook installed after ours forwards to it (tracemalloc started
- * after leakcheck, memray); 0 when it does not; -1 when it cannot tell
- * (no memory).  Seen, not guessed: one byte allocated through the domain
- * and freed, and whether this thread's count moved meanwhile. */
+/* Where our hook is in domain d's chain. */
+enum {
+    PATH_OFF,                  /* not reached: taken out                  */
+    PATH_TOP,                  /* ours on top (a gate included)           */
+    PATH_BELOW                 /* another hook on top forwards to ours    */
+};
+
+/* Where our hook is in domain d's chain, or -1 when that cannot be told
+ * (no memory).  Below another hook is seen, not guessed: one byte
+ * allocated through the domain and freed, and whether this thread's
+ * count moved meanwhile. */
 static int
 on_path(lc__get_alloc_fn get, int d)
 {
@@ -764,81 +902,103 @@ on_path(lc__get_alloc_fn get, int d)
 
     get(d, &top);
     if (is_ours(&top))
-        return 1;
+        return PATH_TOP;
     if (c == NULL && (c = counts_slow()) == NULL)
         return -1;
     before = c->allocs;
     p = top.malloc(top.ctx, 1);
     if (p == NULL)
         return -1;
-    d = c->allocs != before;
+    d = c->allocs != before ? PATH_BELOW : PATH_OFF;
     top.free(top.ctx, p);
     return d;
 }
 
-/* Installs a generation of hooks over the domains flagged in `todo`,
- * forwarding to what is there now.  When every domain is to be done, the
- * hooks are chosen for the allocators CPython runs now; a domain put back
- * alone gets the table's hooks, which need no help from the others. */
-static void
-install_unlocked(lc__get_alloc_fn get, lc__set_alloc_fn set,
-                 const int todo[LC__DOMAINS], int all)
+/* A generation of links, never freed; NULL when no memory is left. */
+static lc__link *
+new_generation(void)
 {
-    const lc__allocator *hooks[LC__DOMAINS];
-    lc__link *gen = links[installed];
+    if (pool_left == 0) {
+        void *m = mmap(NULL, LC__POOL_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        pool = m;
+        pool_left = LC__POOL_BYTES / sizeof(lc__generation);
+    }
+    pool_left--;
+    return *pool++;
+}
+
+/* Installs a generation: hooks[d] over what domain d runs now, for each
+ * domain whose hooks[d] is not NULL.  0, or LC_ENOMEM (nothing changed). */
+static int
+install_unlocked(lc__get_alloc_fn get, lc__set_alloc_fn set,
+                 const lc__allocator *hooks[LC__DOMAINS])
+{
+    lc__link *gen = new_generation();
     int d;
 
-    if (all)
-        choose_hooks(hooks);
-    else
-        for (d = 0; d < LC__DOMAINS; d++)
-            hooks[d] = &table_hooks;
+    if (gen == NULL)
+        return LC_ENOMEM;
     for (d = 0; d < LC__DOMAINS; d++) {
-        if (!todo[d])
+        if (hooks[d] == NULL)
             continue;
         get(d, &gen[d].prev);
         gen[d].domain = d;
     }
     for (d = 0; d < LC__DOMAINS; d++) {
         lc__allocator mine;
-        if (!todo[d])
+        if (hooks[d] == NULL)
             continue;
         mine = *hooks[d];
         mine.ctx = &gen[d];
         set(d, &mine);
     }
     installed++;
+    return LC_OK;
 }
 
+/* Installs the hook the first time; later, puts a gate over a hook that
+ * now sits on top of ours, and puts ours back where it was taken out.
+ * When every domain is installed or put back, the hooks are chosen for
+ * the allocators CPython runs now; a domain put back alone gets the
+ * table's hooks, which need no help from the others.  Returns LC_OK, 1
+ * when a domain was put back (the counters missed what was allocated
+ * meanwhile), or a negative status. */
 int
 lc__pyhook_install(void *get_allocator, void *set_allocator)
 {
     lc__get_alloc_fn get = (lc__get_alloc_fn)get_allocator;
     lc__set_alloc_fn set = (lc__set_alloc_fn)set_allocator;
-    int todo[LC__DOMAINS], d, missing = 0;
+    const lc__allocator *back[LC__DOMAINS], *gates[LC__DOMAINS];
+    int d, missing = 0, below = 0, rc;
 
     if (get == NULL || set == NULL)
         return LC_EUNAVAIL;
     if (!installed) {
         if (pthread_key_create(&counts_key, release_counts) != 0)
             return LC_ESYS;
-        for (d = 0; d < LC__DOMAINS; d++)
-            todo[d] = 1;
-        install_unlocked(get, set, todo, 1);
-        return LC_OK;
+        choose_hooks(back);
+        return install_unlocked(get, set, back);
     }
     for (d = 0; d < LC__DOMAINS; d++) {
-        int on = on_path(get, d);
-        if (on < 0)
+        int where = on_path(get, d);
+        if (where < 0)
             return LC_ENOMEM;
-        todo[d] = !on;
-        missing += !on;
+        back[d] = where == PATH_OFF ? &table_hooks : NULL;
+        gates[d] = where == PATH_BELOW ? &gate_hooks : NULL;
+        missing += where == PATH_OFF;
+        below += where == PATH_BELOW;
     }
+    if (below && (rc = install_unlocked(get, set, gates)) != LC_OK)
+        return rc;
     if (missing == 0)
         return LC_OK;
-    if (installed == LC__GENERATIONS)
-        return LC_EUNAVAIL;
-    install_unlocked(get, set, todo, missing == LC__DOMAINS);
+    if (missing == LC__DOMAINS)
+        choose_hooks(back);
+    if ((rc = install_unlocked(get, set, back)) != LC_OK)
+        return rc;
     restored += missing;
     return 1;
 }

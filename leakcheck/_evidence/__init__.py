@@ -46,9 +46,10 @@ class Evidence:
 
         prepare(run)      to set up what must see runs before the ones
                           that count (tracemalloc traces one run first):
-                          run(n) re-runs the code n times and returns the
-                          exception that stopped it, or None; prepare
-                          returns that too
+                          run(n) re-runs the code n times and returns
+                          what stopped it ("Type: message", never the
+                          exception, whose frames would be counted), or
+                          None; prepare returns that too
         before()          outermost kind first, before the shared re-runs
         after()           innermost kind first, after those runs (and a
                           settle and full collection)
@@ -62,6 +63,9 @@ class Evidence:
         fill(diagnosis)   once all of the above is done, for each kind
                           whose after() ran, in diagnose()'s order (a
                           kind may read what earlier kinds filled)
+        notes()           then for every kind, whatever became of the
+                          runs: what it has to say about why it found
+                          nothing (a list of lines)
 
     The shared runs are nested in every before()/after() pair, so that
     what one kind keeps is there when the others count, before and after
@@ -95,6 +99,9 @@ class Evidence:
 
     def fill(self, diagnosis):
         pass
+
+    def notes(self):
+        return []
 
 
 def is_own(filename):

@@ -19,6 +19,7 @@ import os
 import site
 import sys
 import sysconfig
+import tracemalloc
 
 from . import CALL_SITE, is_own
 
@@ -121,7 +122,9 @@ def is_stdlib(filename):
         known = (filename.startswith("<frozen ")
                  or (filename.startswith(_STDLIB)
                      and not filename.startswith(_SITE)))
-        if len(_stdlib_cache) < 10000:
+        # Not filled under tracemalloc: the code's own would keep tracing
+        # the entry after a diagnosis (which leaves it as it found it).
+        if len(_stdlib_cache) < 10000 and not tracemalloc.is_tracing():
             _stdlib_cache[filename] = known
     return known
 

@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import tempfile
+import tracemalloc
 
 from .. import _core
 from . import TOP, Evidence
@@ -43,6 +44,26 @@ NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
                       "the C lines show with the functions")
 NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
                    "re-run")
+NOTE_TRACEMALLOC = (
+    "what survived in the C heap includes CPython's tracemalloc's own memory "
+    "(the code runs tracemalloc): on CPython 3.10 to 3.12 tracemalloc.stop() "
+    "keeps the tracebacks it interned, so code that starts and stops it "
+    "grows by them in every run (about 2 KB per start and stop measured on "
+    "3.11): the interpreter's growth, not the code's")
+NOTE_TEST_TRACES = (
+    "no C lines: tracemalloc was tracing when the diagnosis began (the "
+    "code's own), and memray's first start in this process would leave "
+    "the modules it imports among what tracemalloc traces; a process that "
+    "diagnoses a leak before any test starts tracemalloc gets them")
+
+# CPython's tracemalloc, in the C stacks memray gives: Modules/_tracemalloc.c
+# up to 3.11, Python/tracemalloc.c since 3.12.
+_TRACEMALLOC_SOURCES = ("_tracemalloc.c", "tracemalloc.c")
+# The key of the sites where tracemalloc itself allocated (see _site).
+_TRACEMALLOC = "tracemalloc"
+# memray has run in this process: the modules its tracker imports are
+# imported, and its next start allocates nothing that outlives it.
+_memray_used = False
 
 
 class NativeAllocations(Evidence):
@@ -58,8 +79,13 @@ class NativeAllocations(Evidence):
         self.sites = None       # None: memray did not run
         self.capture = None
         self.note = None
+        self.tracemalloc = False    # tracemalloc's own memory outlived it
 
     def own_runs(self, run):
+        global _memray_used
+        if tracemalloc.is_tracing() and not _memray_used:
+            self.note = NOTE_TEST_TRACES
+            return None
         try:
             import memray
         except ImportError as e:
@@ -72,6 +98,7 @@ class NativeAllocations(Evidence):
         memray.set_log_level(logging.ERROR)     # its symbol warnings
         try:
             try:
+                _memray_used = True
                 failure = _track(memray, one, run, 1)
                 if failure is None:
                     failure = _track(memray, more, run, runs)
@@ -82,8 +109,10 @@ class NativeAllocations(Evidence):
                 return failure
             try:
                 ignore = ignored(self.request.ignore)
-                self.sites = _per_run(_sites(memray, one, ignore),
-                                      _sites(memray, more, ignore), runs)
+                first, last = (_sites(memray, one, ignore),
+                               _sites(memray, more, ignore))
+                self.tracemalloc = _tracemalloc_kept(last)
+                self.sites = _per_run(first, last, runs)
             except Exception as e:
                 self.note = NOTE_UNREADABLE.format(reason=_reason(e))
                 return None
@@ -108,7 +137,9 @@ class NativeAllocations(Evidence):
             diagnosis.notes.append(NOTE_NO_DEBUG_INFO.format(
                 objects=", ".join(bare),
                 verb="has" if len(bare) == 1 else "have"))
-        if (not self.sites and "native_bytes" in self.request.leaking
+        if self.tracemalloc:
+            diagnosis.notes.append(NOTE_TRACEMALLOC)
+        elif (not self.sites and "native_bytes" in self.request.leaking
                 and not diagnosis.allocations):
             diagnosis.notes.append(NOTE_NONE_FOUND)
 
@@ -172,12 +203,22 @@ def _sites(memray, path, ignore):
     return sites
 
 
+def _tracemalloc_kept(more):
+    """True when tracemalloc's own allocations (see _site) outlived the
+    tracker.  Said apart, not as a site with its growth per run: its
+    tables are resized and cleared by stop(), so its surviving blocks do
+    not keep to runs."""
+    return (None, None, _TRACEMALLOC, ()) in more
+
+
 def _per_run(one, more, runs):
     """The sites that leaked under one run and grew by at least a block
     per run under `runs`, with their bytes and blocks per run, most
     bytes first."""
     result = []
     for key, (size, count, site) in more.items():
+        if site["function"] == _TRACEMALLOC and site["file"] is None:
+            continue
         size_one, count_one, _ = one.get(key, (0, 0, None))
         if count_one < 1 or count - count_one < runs - 1:
             continue
@@ -238,6 +279,10 @@ def _site(stack, ignore):
     user = None
     python = []                   # the Python frames outwards, innermost first
     for function, filename, lineno in stack:
+        if user is None and os.path.basename(filename) in _TRACEMALLOC_SOURCES:
+            # tracemalloc's own bookkeeping, whoever started it.
+            return {"file": None, "line": None, "function": _TRACEMALLOC,
+                    "caller": None}
         if _is_python(filename):
             if user is None:
                 return None       # Python code allocated it

@@ -13,9 +13,13 @@ import tracemalloc
 from . import TOP, Evidence
 from .frames import charged_frame, ignored, outside_frames, owned_elsewhere
 
-__all__ = ["PyAllocations", "object_allocations"]
+__all__ = ["PyAllocations", "object_allocations", "NOTE_CODE_STOPS"]
 
 TRACE_FRAMES = 10         # tracemalloc frames kept per allocation
+NOTE_CODE_STOPS = (
+    "no Python lines: the code calls tracemalloc.stop() itself, which ends "
+    "the diagnosis's tracing (and drops its traces) in every run; the rest "
+    "of the diagnosis comes from runs left to the code's own tracemalloc")
 
 _TRACEMALLOC_FILE = tracemalloc.__file__
 if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
@@ -25,13 +29,21 @@ if _TRACEMALLOC_FILE.endswith((".pyc", ".pyo")):     # pragma: no cover
 class PyAllocations(Evidence):
     """What tracemalloc traces before and after the runs (starting it,
     one run earlier, unless it runs already), compared: what a harness in
-    `request.ignore` or leakcheck itself allocated left out."""
+    `request.ignore` or leakcheck itself allocated left out.
+
+    tracemalloc stays the code's: running already, it is used as it is
+    (its frame limit, its traces); started here, it is stopped again.
+    Code that stops it (a test that starts and stops it to count its own
+    allocations) gets no Python lines, and a note says so: the run that
+    showed that ran under the diagnosis's tracing, its start() a no-op,
+    so what it raised is not held against it."""
 
     probes = frozenset({"blocks", "py_bytes", "py_allocs", "objects"})
 
     def __init__(self, request):
         super().__init__(request)
         self.started = False
+        self.stopped = False        # the code stops tracemalloc itself
         self.traces_before = None
         self.traces_after = None
 
@@ -43,14 +55,26 @@ class PyAllocations(Evidence):
             return None
         tracemalloc.start(TRACE_FRAMES)
         self.started = True
-        return run(1)
+        failure = run(1)
+        if (tracemalloc.is_tracing()
+                and tracemalloc.get_traceback_limit() == TRACE_FRAMES):
+            return failure
+        self.started = False        # what runs now, if anything, is theirs
+        self.stopped = True
+        return None
 
     def before(self):
-        self.traces_before = _traces()
+        if not self.stopped and tracemalloc.is_tracing():
+            self.traces_before = _traces()
+        else:
+            self.stopped = True
 
     def after(self):
         try:
-            self.traces_after = _traces()
+            if not self.stopped and tracemalloc.is_tracing():
+                self.traces_after = _traces()
+            else:
+                self.stopped = True
         finally:
             self.abandon()
 
@@ -60,9 +84,14 @@ class PyAllocations(Evidence):
             tracemalloc.stop()
 
     def fill(self, diagnosis):
-        diagnosis.allocations = _allocations(
-            self.traces_before, self.traces_after, self.request.ignore)
+        if not self.stopped:
+            diagnosis.allocations = _allocations(
+                self.traces_before, self.traces_after, self.request.ignore)
         self.traces_before = self.traces_after = None
+
+    def notes(self):
+        # Also when the runs were stopped (a budget): known from the first.
+        return [NOTE_CODE_STOPS] if self.stopped else []
 
 
 def _traces():
@@ -123,10 +152,31 @@ def _ranked(by_line):
     ranked = sorted(by_line.items(), key=lambda item: (-item[1][0],
                                                        -item[1][1]))
     return [{"file": filename, "line": lineno, "size": size, "count": count,
-             "source": linecache.getline(filename, lineno).strip(),
+             "source": _source(filename, lineno),
              "traceback": frames}
             for (filename, lineno), (size, count, frames, _) in
             ranked[:TOP]]
+
+
+def _source(filename, lineno):
+    """The line's text, stripped; "" when unreadable.  linecache's cache is
+    read, not filled: under the code's own tracemalloc a file's lines kept
+    there would stay among what it traces."""
+    entry = linecache.cache.get(filename)   # (size, mtime, lines, path)
+    if entry is not None and len(entry) == 4:
+        lines = entry[2]
+    else:
+        try:
+            with open(filename, "rb") as f:
+                lines = f.read().splitlines()
+        except (OSError, ValueError):
+            return ""
+    if not 0 < lineno <= len(lines):
+        return ""
+    line = lines[lineno - 1]
+    if isinstance(line, bytes):     # a line shown, not parsed: no cookie
+        line = line.decode("utf-8", "replace")
+    return line.strip()
 
 
 def object_allocations(objects):
