@@ -31,7 +31,10 @@ growth is measured:
 - reports logged from inside an extra run are dropped: pytest logs a
   subtest's report (unittest's subTest, the subtests fixture) as soon as
   it ends, and the terminal, junitxml and xdist would keep one more per
-  run.
+  run;
+- what other plugins keep of each run for the session's end is dropped
+  for the extra runs (pytest-benchmark's results: its table would list the
+  test once per run, _harness_lists).
 
 CPython's type attribute cache, which keeps the name of every attribute
 looked up (the harness builds some afresh each run), is cleared by the
@@ -455,6 +458,16 @@ class _SameExamples:
         self.func._hypothesis_internal_use_settings = self.own
 
 
+def _harness_lists(config):
+    """The lists other plugins keep one record per run in, for the
+    session's end: pytest-benchmark's results (its fixture appends one
+    per run, stats and all).  Only the reported run's record is the
+    test's; an extra run's is the harness's."""
+    bench = getattr(getattr(config, "_benchmarksession", None),
+                    "benchmarks", None)
+    return [bench] if type(bench) is list else []
+
+
 def _replace_teardown(reports, final):
     """The reports to log: the final teardown's report in place of the
     reported run's, unless only that one failed."""
@@ -548,6 +561,7 @@ class ItemRunner:
         # teardown; the runner drops a test method's after each run).
         _drop_instance(item)
         self._standins = None
+        self._harness = []      # (list, its length after the reported run)
         if read_reported:
             if self._preset_collectors():
                 self._set_up_shared(timed)
@@ -774,6 +788,8 @@ class ItemRunner:
         reports = self._protocol(interact=True, extra=False)
         self._standins = None           # the real ones stand now
         item = self.item
+        self._harness = [(kept, len(kept))
+                         for kept in _harness_lists(item.config)]
         self._sections = len(item._report_sections)
         self._properties = len(item.user_properties)
         self._state.refresh(item)
@@ -808,6 +824,8 @@ class ItemRunner:
         item = self.item
         del item._report_sections[self._sections:]
         del item.user_properties[self._properties:]
+        for kept, length in self._harness:
+            del kept[length:]
         self._state.put_back(item)
         self._drop_finished_finalizers()
 
@@ -887,8 +905,17 @@ class ItemRunner:
             # What pytest's log capture made in the setup and deletes in
             # the teardown.
             item.stash.setdefault(_CAPLOG_KEYS[0], {})
-        final = call_and_report(item, "teardown", interact=True,
-                                nextitem=self._next_for_teardown())
+        # The item's funcargs are a dict in a run's teardown phase (hooks
+        # read them: pytest-benchmark's makereport).
+        none = getattr(item, "funcargs", {}) is None
+        if none:
+            item.funcargs = {}
+        try:
+            final = call_and_report(item, "teardown", interact=True,
+                                    nextitem=self._next_for_teardown())
+        finally:
+            if none:
+                item.funcargs = None
         self.torn_down = True
         return _replace_teardown(reports, final), None
 
@@ -929,6 +956,8 @@ class ItemRunner:
             if self._examples is not None:
                 self._examples.restore()
             del item._report_sections[sections:]
+            for kept, length in self._harness:
+                del kept[length:]
             failure = next((r for r in first if not r.passed), None)
             final = call_and_report(item, "teardown", interact=True,
                                     nextitem=self._next_for_teardown())
