@@ -58,6 +58,13 @@ def test_leak_list_{n}(table):
     KEPT.append([table[1]] * 8)
 '''
 
+# Last in each test module: a clean test that tears the module down.
+LAST = '''
+
+def test_last_{n}(table):
+    assert table[0] == "0"
+'''
+
 RANDOMLY = '''
 
 @pytest.fixture(scope="module")
@@ -264,24 +271,24 @@ def test_leak_mock_{n}(mocker):
 # own pytest arguments, other pytest arguments, {file name: source}).
 FLAVOURS = {
     "randomly": ("pytest_randomly", "randomly", [], [],
-                 {f"test_randomly_{n}.py": COMMON + RANDOMLY
+                 {f"test_randomly_{n}.py": COMMON + RANDOMLY + LAST
                   for n in range(3)}),
     "rerunfailures": ("pytest_rerunfailures", "rerunfailures",
                       ["--reruns", "1"], [],
-                      {f"test_rerun_{n}.py": COMMON + RERUNFAILURES
+                      {f"test_rerun_{n}.py": COMMON + RERUNFAILURES + LAST
                        for n in range(3)}),
     "subtests": ("_pytest.subtests", None, [], [],
-                 {f"test_subtests_{n}.py": COMMON + SUBTESTS
+                 {f"test_subtests_{n}.py": COMMON + SUBTESTS + LAST
                   for n in range(3)}),
     "doctests": ("doctest", None, [], ["--doctest-modules"],
                  {f"mod_{n}.py": DOCTESTS for n in range(3)}),
     "benchmark": ("pytest_benchmark", "benchmark",
                   ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2",
                    "--benchmark-warmup=off"], [],
-                  {f"test_bench_{n}.py": COMMON + BENCHMARK
+                  {f"test_bench_{n}.py": COMMON + BENCHMARK + LAST
                    for n in range(3)}),
     "mock": ("pytest_mock", "pytest_mock", [], [],
-             {f"test_mock_{n}.py": COMMON + MOCK for n in range(3)}),
+             {f"test_mock_{n}.py": COMMON + MOCK + LAST for n in range(3)}),
 }
 
 # Every third-party plugin this corpus knows (and the async ones), kept
@@ -396,10 +403,12 @@ def hunt(python, root, names, rounds, workers):
 
 
 def cost(python, root, names):
-    """Prints, per flavour, the plain and --leaks session times and runs
-    per test, with its plugin and without."""
-    print(f"{'flavour':14} {'plugin':7} {'tests':>5} {'plain s':>8} "
-          f"{'leaks s':>8} {'ratio':>6} {'runs/test':>9}")
+    """Prints, per flavour, the plain and --leaks session times (the
+    faster of two) and the runs per clean and per leaking test, with its
+    plugin and, where its tests run without it, with it disabled."""
+    print(f"{'flavour':14} {'plugin':6} {'clean':>5} {'leak':>4} "
+          f"{'plain s':>8} {'leaks s':>8} {'ratio':>6} {'runs/clean':>10} "
+          f"{'runs/leak':>9}")
     for name in names:
         if not available(python, name):
             print(f"{name:14} not run: {FLAVOURS[name][0]} is not "
@@ -410,17 +419,23 @@ def cost(python, root, names):
             args = _args(name, on)
             plain = min(run_pytest(python, folder, args, leaks=False)[0]
                         for _ in range(2))
-            runs = []
+            times = []
             for _ in range(2):
                 took, records, _ = run_pytest(python, folder, args)
-                runs.append(took)
-            leaks = min(runs)
-            judged = [r for r in records if r["verdict"] in
-                      ("clean", "leak")]
-            per = sum(r["test_runs"] for r in judged) / max(len(judged), 1)
-            print(f"{name:14} {'on' if on else 'off':7} {len(judged):5d} "
+                times.append(took)
+            if not on and any(r["verdict"] == "error" for r in records):
+                print(f"{name:14} {'off':6} (its tests need the plugin)")
+                continue
+            leaks = min(times)
+            runs = {verdict: [r["test_runs"] for r in records
+                              if r["verdict"] == verdict]
+                    for verdict in ("clean", "leak")}
+            per = {verdict: sum(v) / max(len(v), 1)
+                   for verdict, v in runs.items()}
+            print(f"{name:14} {'on' if on else 'off':6} "
+                  f"{len(runs['clean']):5d} {len(runs['leak']):4d} "
                   f"{plain:8.2f} {leaks:8.2f} {leaks / plain:6.2f} "
-                  f"{per:9.2f}")
+                  f"{per['clean']:10.2f} {per['leak']:9.2f}")
 
 
 def main(argv=None):
