@@ -178,3 +178,35 @@ def test_randomly_takes_the_fast_path(pytester, read_report):
         "--leaks-report=r.json").assert_outcomes(passed=2)
     assert runs == [r["test_runs"] for r in read_report()[1].values()]
     assert runs[-1] == 1
+
+
+BAD_MARKER = '''
+import pytest
+
+
+@pytest.fixture(scope="module")
+def table():
+    with open("runs.log", "a") as f:
+        f.write("table\\n")
+    return {}
+
+
+@pytest.mark.benchmark(bogus=1)
+def test_bad_marker(benchmark, table):
+    benchmark(dict, table)
+'''
+
+
+def test_a_harmless_setup_hook_that_raises_stops_the_early_setup(
+        pytester, runs_log):
+    """pytest-benchmark's setup hook raises on a bad marker before pytest
+    sets any fixture up: run ahead of the shared fixtures, it keeps them
+    from being set up early too, and the test errors as without --leaks."""
+    pytest.importorskip("pytest_benchmark")
+    pytester.makepyfile(BAD_MARKER)
+    result = pytester.runpytest_subprocess("--leaks", "-p",
+                                           "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ValueError: benchmark mark can't have "
+                                 "'bogus' keyword argument*"])
+    assert runs_log() == []
