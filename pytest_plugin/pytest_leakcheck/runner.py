@@ -707,10 +707,11 @@ class ItemRunner:
         nothing else could change what that phase does first: every
         pytest_runtest_setup implementation is pytest's own, this
         plugin's or a harmless one of another plugin (called first, as
-        that phase calls it: _before_fixtures), and the item has no skip, skipif or xfail marker (pytest
-        skips before any fixture).  A fixture that fails or skips keeps
-        that outcome, which pytest's setup raises from its cache, as for
-        the scope's later tests; what it printed stays captured."""
+        that phase calls it: _before_fixtures), and the item has no skip,
+        skipif or xfail marker (pytest skips before any fixture).  A
+        fixture that fails or skips keeps that outcome, which pytest's
+        setup raises from its cache, as for the scope's later tests; what
+        it printed stays captured."""
         item = self.item
         defs = getattr(getattr(item, "_fixtureinfo", None),
                        "name2fixturedefs", None) or {}
