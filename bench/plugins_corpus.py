@@ -18,8 +18,8 @@ plugin loaded and with it disabled (``-p no:NAME``): a plugin whose
 pytest_runtest_setup/teardown sends tests down the runner's whole-run path
 shows as more runs per test than without it.
 
-Exits 1 on any false alarm, miss or error verdict; the last line is the
-tally.  tests/python/plugin/test_plugin_plugins.py runs one round of it
+Exits 1 on any false alarm, miss or error verdict, or clean test that
+read other threads running; the last line is the tally.  tests/python/plugin/test_plugin_neighbours.py runs one round of it
 in ./scripts/test for the plugins installed there.
 """
 
@@ -312,9 +312,10 @@ def available(python, name):
     """Whether the flavour's plugin imports under `python`."""
     module = FLAVOURS[name][0]
     if python == sys.executable:
-        return importlib.util.find_spec(module.split(".")[0]) is not None \
-            and (module != "_pytest.subtests" or
-                 importlib.util.find_spec(module) is not None)
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ImportError:
+            return False
     proc = subprocess.run([python, "-c", f"import {module}"],
                           capture_output=True)
     return proc.returncode == 0
@@ -360,7 +361,7 @@ def leaky(test_id):
 
 def wrong(rec):
     """'false alarm', 'miss', 'error' or None for a right verdict."""
-    if rec["verdict"] == "error":
+    if rec["verdict"] in ("error", "crashed"):
         return "error"
     if rec["verdict"] == "leak" and not leaky(rec["id"]):
         return "false alarm"
@@ -380,8 +381,8 @@ def hunt(python, root, names, rounds, workers):
             continue
         folder = make_folder(root, name)
         tally = tallies[name] = dict.fromkeys(
-            ("tests", "clean", "leak", "error", "skipped", "false alarm",
-             "miss", "threads noise"), 0)
+            ("tests", "clean", "leak", "error", "skipped", "crashed",
+             "false alarm", "miss", "threads noise"), 0)
         for _ in range(rounds):
             _, records, _ = run_pytest(python, folder,
                                        _args(name) + extra)
@@ -460,6 +461,7 @@ def main(argv=None):
             print(f"plugins_corpus: {name}: not run "
                   f"({FLAVOURS[name][0]} is not importable)")
             continue
+        t["error"] += t.pop("crashed")
         bad += t["false alarm"] + t["miss"] + t["error"] + \
             t["threads noise"]
         print(f"plugins_corpus: {name}: {t['tests']} tests, "
