@@ -60,23 +60,47 @@ def _unread_line(reasons):
         f"{name} ({why})" for name, why in reasons.items()) + "\n"
 
 
-def _other_threads():
-    """The idents of the Python threads alive now but the caller's."""
+def _cpu_ns(thread):
+    """The CPU time `thread` has used, in ns, or None where it cannot be
+    read.  Linux names a thread's CPU clock by its id (the kernel's
+    MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)); a thread gone since
+    reads as an error, never as another thread's time."""
+    native = getattr(thread, "native_id", None)
+    if not sys.platform.startswith("linux") or not isinstance(native, int):
+        return None
+    try:
+        return time.clock_gettime_ns(((~native) << 3) | 6)
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _other_threads(seen=None):
+    """{ident: CPU time used so far, or None} of the Python threads alive
+    now but the caller's; those already in `seen` keep its reading."""
     me = threading.get_ident()
-    return frozenset(t.ident for t in threading.enumerate()
-                     if t.ident != me)
+    now = {t.ident: _cpu_ns(t) for t in threading.enumerate()
+           if t.ident != me}
+    if seen:
+        now.update(seen)
+    return now
 
 
-def _still_running(idents):
-    """Names (and targets) of the threads in `idents` still alive: they ran
-    from one snapshot to the other, and what they allocated meanwhile
-    counts in the process-wide probes too."""
+def _still_running(others):
+    """Names (and targets) of the threads in `others` (_other_threads())
+    still alive that used the CPU since: they ran from one snapshot to the
+    other, and what they allocated meanwhile counts in the process-wide
+    probes too.  A thread that waited all along (a server blocked in
+    accept()) allocated nothing and is not named; one whose CPU time
+    cannot be read is."""
     found = []
     for t in threading.enumerate():
-        if t.ident in idents:
-            target = getattr(getattr(t, "_target", None), "__qualname__",
-                             None)
-            found.append(f"{t.name} ({target})" if target else t.name)
+        if t.ident not in others:
+            continue
+        before, after = others[t.ident], _cpu_ns(t)
+        if before is not None and after is not None and after == before:
+            continue
+        target = getattr(getattr(t, "_target", None), "__qualname__", None)
+        found.append(f"{t.name} ({target})" if target else t.name)
     return sorted(found)
 
 
@@ -257,7 +281,7 @@ class scope:
         self.threads: list[str] = []
         self.report: Optional[str] = None
         self._restores = 0
-        self._others: frozenset[int] = frozenset()
+        self._others: dict[int, Optional[int]] = {}
         self._bound_enter = self._enter
         self._bound_exit = self._exit
 
@@ -493,7 +517,7 @@ class Series:
         self._last = None       # the confirming runs' latest reading
         self._restores = _core.hook_restored()
         self._calls = 0
-        self._others: frozenset[int] = frozenset()
+        self._others: dict[int, Optional[int]] = {}
         self.done = False
         self.leaked: Optional[bool] = None
         self.leaking: list[str] = []
@@ -513,7 +537,7 @@ class Series:
             # A snapshot is next: the one before the last warm-up run (the
             # engine reads that run too), or the measured runs' first.
             if self._calls >= self.warmup - 1:
-                self._others |= _other_threads()
+                self._others = _other_threads(self._others)
             self._calls += 1
         if self._main is None:
             if self._core.next():

@@ -35,6 +35,7 @@ import pytest
 import leakcheck
 
 from . import hooks
+from . import neighbours
 from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
@@ -56,6 +57,9 @@ MSG_LEAK = "{probe} {growth} per run{also}"
 MSG_LEAK_ALSO = "; also {probes}"
 MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
                     "again ({when}); a checked test must pass every run")
+MSG_FLAKY_FIRST = "the test {outcome}, and pytest-rerunfailures reruns it"
+MSG_FLAKY_LATER = ("the test passed, then {outcome} when run again "
+                   "({when}), and pytest-rerunfailures reruns it")
 MSG_RERUN_TIMEOUT = ("leakcheck: run {run} of the test took longer than "
                      "its time limit ({limit}s, pytest-timeout), which "
                      "applies to each run on its own")
@@ -454,6 +458,7 @@ def pytest_runtest_protocol(item, nextitem):
         return None
     reports = _hunt(item, nextitem, state)
     if reports is None:
+        state.freezer.end()
         return None
     ihook = item.ihook
     for rep in reports:
@@ -759,6 +764,13 @@ def _hunt(item, nextitem, state):
         with runs.run():
             reports = runner.run_reported()
     outcome = outcome_of(reports)
+    if outcome in ("failed", "error") and neighbours.reruns(item):
+        # Not logged: pytest-rerunfailures' protocol runs the test again,
+        # as often as it would have, and logs every attempt; the
+        # reported run tore down for the next item, as a failed run does.
+        runs.close()
+        item.stash[OPTED_OUT] = MSG_FLAKY_FIRST.format(outcome=outcome)
+        return None
 
     call = next((r for r in reports if r.when == "call"), reports[0])
     if outcome in ("skipped", "xfailed", "xpassed"):
@@ -767,6 +779,13 @@ def _hunt(item, nextitem, state):
     elif outcome != "passed":
         rec = _record(item, state, settings, "error", outcome,
                       reason=f"not checked: the test {outcome}")
+    elif failure is not None and neighbours.reruns(item):
+        # What the test's reported run did stands, as pytest-rerunfailures
+        # would rerun a failure.
+        rec = _record(item, state, settings, "skipped", outcome,
+                      reason="not checked: " + MSG_FLAKY_LATER.format(
+                          outcome=outcome_of([failure]),
+                          when=failure.when))
     elif failure is not None:
         msg = _rerun_failed(failure, runs, runs.count)
         rec = _record(item, state, settings, "error", "failed", reason=msg)

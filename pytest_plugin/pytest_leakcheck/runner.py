@@ -31,7 +31,10 @@ growth is measured:
 - reports logged from inside an extra run are dropped: pytest logs a
   subtest's report (unittest's subTest, the subtests fixture) as soon as
   it ends, and the terminal, junitxml and xdist would keep one more per
-  run.
+  run;
+- what other plugins keep of each run for the session's end is dropped
+  for the extra runs (pytest-benchmark's results: its table would list the
+  test once per run).
 
 CPython's type attribute cache, which keeps the name of every attribute
 looked up (the harness builds some afresh each run), is cleared by the
@@ -52,6 +55,8 @@ import types
 import warnings
 
 import pytest
+
+from . import neighbours
 
 _HOOKS = {
     "setup": "pytest_runtest_setup",
@@ -465,15 +470,70 @@ def _replace_teardown(reports, final):
     return reports
 
 
+def _own(impl):
+    """Whether hook implementation `impl` is pytest's own or this
+    plugin's."""
+    plugin = impl.plugin
+    name = (plugin.__name__ if isinstance(plugin, types.ModuleType)
+            else type(plugin).__module__)
+    return isinstance(name, str) and name.startswith(_OWN_PLUGINS)
+
+
 def _pytest_own(hook):
     """Whether every implementation of `hook` (a hook caller) is pytest's
-    own or this plugin's."""
-    for impl in hook.get_hookimpls():
-        plugin = impl.plugin
-        name = (plugin.__name__ if isinstance(plugin, types.ModuleType)
-                else type(plugin).__module__)
-        if not isinstance(name, str) or not name.startswith(_OWN_PLUGINS):
-            return False
+    own, this plugin's or one of another plugin's known to do nothing
+    that depends on the run it is called in (neighbours.HARMLESS_HOOKS)."""
+    return all(_own(impl) or neighbours.harmless(impl)
+               for impl in hook.get_hookimpls())
+
+
+def preset_neighbour_hooks(item, nextitem):
+    """Calls the harmless implementations of pytest_runtest_setup and
+    pytest_runtest_teardown that are not pytest's own nor this plugin's
+    (neighbours.HARMLESS_HOOKS) once, before the snapshot that precedes
+    the reported run: what they keep of the first call for an item is made
+    then, not in that run (pytest-randomly caches the CRC of each node id,
+    for good; pytest-rerunfailures sets two attributes on the item).  They
+    set only what the run's own calls set again (the seed of `random`
+    first of all), and what they raise the run raises."""
+    args = {"item": item, "nextitem": nextitem}
+    for hook in (item.ihook.pytest_runtest_teardown,
+                 item.ihook.pytest_runtest_setup):
+        for impl in reversed(hook.get_hookimpls()):
+            if _own(impl) or not neighbours.harmless(impl):
+                continue
+            try:
+                impl.function(**{name: args[name]
+                                 for name in impl.argnames})
+            except Exception:
+                pass
+
+
+def _before_fixtures(hook, item):
+    """Calls the implementations of pytest_runtest_setup (`hook`) that are
+    not pytest's own nor this plugin's, and that pluggy calls before
+    pytest's runner sets the item's fixtures up, as the setup phase would:
+    the shared fixtures set up ahead of it see what they set (the seed
+    pytest-randomly gives `random`).  They are harmless ones
+    (_pytest_own): the setup phase calling them again sets the same.
+    False when one raised (the setup phase raises it, before any fixture),
+    or pytest's runner's is not found."""
+    impls = hook.get_hookimpls()
+    runner = next((i for i, impl in enumerate(impls)
+                   if getattr(impl.plugin, "__name__", None)
+                   == "_pytest.runner"), None)
+    if runner is None:
+        return False
+    args = {"item": item}
+    try:
+        for impl in reversed(impls[runner + 1:]):
+            if _own(impl):
+                continue
+            if not neighbours.harmless(impl):
+                return False
+            impl.function(**{name: args[name] for name in impl.argnames})
+    except Exception:
+        return False
     return True
 
 
@@ -548,7 +608,11 @@ class ItemRunner:
         # teardown; the runner drops a test method's after each run).
         _drop_instance(item)
         self._standins = None
+        # Lists other plugins keep a record per run in; an extra run's
+        # records are dropped after it.
+        self._harness = neighbours.harness_lists(item.config)
         if read_reported:
+            preset_neighbour_hooks(item, nextitem)
             if self._preset_collectors():
                 self._set_up_shared(timed)
             preset_current_test(item)
@@ -641,11 +705,13 @@ class ItemRunner:
         limit), with pytest's output and log capture on, so that what they
         print or log is in the test's setup sections, and only where
         nothing else could change what that phase does first: every
-        pytest_runtest_setup implementation is pytest's own or this
-        plugin's, and the item has no skip, skipif or xfail marker (pytest
-        skips before any fixture).  A fixture that fails or skips keeps
-        that outcome, which pytest's setup raises from its cache, as for
-        the scope's later tests; what it printed stays captured."""
+        pytest_runtest_setup implementation is pytest's own, this
+        plugin's or a harmless one of another plugin (called first, as
+        that phase calls it: _before_fixtures), and the item has no skip,
+        skipif or xfail marker (pytest skips before any fixture).  A
+        fixture that fails or skips keeps that outcome, which pytest's
+        setup raises from its cache, as for the scope's later tests; what
+        it printed stays captured."""
         item = self.item
         defs = getattr(getattr(item, "_fixtureinfo", None),
                        "name2fixturedefs", None) or {}
@@ -686,6 +752,9 @@ class ItemRunner:
                     phase.enter_context(logs._runtest_for(item, "setup"))
                 if capture is not None:
                     phase.enter_context(capture.item_capture("setup", item))
+                if not _before_fixtures(item.ihook.pytest_runtest_setup,
+                                        item):
+                    return
                 for name in names:
                     item._request.getfixturevalue(name)
         except BaseException as e:
@@ -791,6 +860,8 @@ class ItemRunner:
             self.item.dtest.globs.update(self._globs)
         if self._examples is not None:
             self._examples.fix()
+        # Made and gone within the run: no growth of it.
+        harness = [(kept, len(kept)) for kept in self._harness]
         try:
             with warnings.catch_warnings(record=True), \
                     _unlogged(self.item.config):
@@ -798,16 +869,18 @@ class ItemRunner:
         finally:
             if self._examples is not None:
                 self._examples.restore()
-            self._put_back()
+            self._put_back(harness)
         for rep in reports:
             if not rep.passed:
                 return rep
         return None
 
-    def _put_back(self):
+    def _put_back(self, harness):
         item = self.item
         del item._report_sections[self._sections:]
         del item.user_properties[self._properties:]
+        for kept, length in harness:
+            del kept[length:]
         self._state.put_back(item)
         self._drop_finished_finalizers()
 
@@ -870,7 +943,8 @@ class ItemRunner:
         more whole run: every implementation of pytest_runtest_teardown for
         the item is pytest's own or this plugin's, whose pairing with the
         setup before is known (pytest's log capture deletes what its setup
-        added to the item's stash: made anew here).  The item itself was
+        added to the item's stash: made anew here), or a harmless one of
+        another plugin (neighbours.HARMLESS_HOOKS).  The item itself was
         torn down by its last run; what is left on pytest's setup stack is
         the module's and wider nodes' finalizers, which need no run of the
         test.  A teardown hook of a conftest or another plugin may expect
@@ -887,8 +961,17 @@ class ItemRunner:
             # What pytest's log capture made in the setup and deletes in
             # the teardown.
             item.stash.setdefault(_CAPLOG_KEYS[0], {})
-        final = call_and_report(item, "teardown", interact=True,
-                                nextitem=self._next_for_teardown())
+        # The item's funcargs are a dict in a run's teardown phase (hooks
+        # read them: pytest-benchmark's makereport).
+        none = getattr(item, "funcargs", {}) is None
+        if none:
+            item.funcargs = {}
+        try:
+            final = call_and_report(item, "teardown", interact=True,
+                                    nextitem=self._next_for_teardown())
+        finally:
+            if none:
+                item.funcargs = None
         self.torn_down = True
         return _replace_teardown(reports, final), None
 
@@ -914,6 +997,7 @@ class ItemRunner:
             item.dtest.globs.clear()
             item.dtest.globs.update(self._globs)
         sections = len(item._report_sections)
+        harness = [(kept, len(kept)) for kept in self._harness]
         hasrequest = hasattr(item, "_request")
         if hasrequest and not item._request:
             item._initrequest()
@@ -929,6 +1013,8 @@ class ItemRunner:
             if self._examples is not None:
                 self._examples.restore()
             del item._report_sections[sections:]
+            for kept, length in harness:
+                del kept[length:]
             failure = next((r for r in first if not r.passed), None)
             final = call_and_report(item, "teardown", interact=True,
                                     nextitem=self._next_for_teardown())

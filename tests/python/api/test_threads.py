@@ -157,10 +157,31 @@ def test_eight_threads_allocating_while_snapshots_are_taken(
     assert "8 threads, 2 s:" in proc.stdout
 
 
+def _tick(stop):
+    while not stop.wait(0.002):
+        pass
+
+
+def _blocked(thread):
+    """Waits until `thread` stops using the CPU (blocked in a wait)."""
+    from leakcheck._verdicts import _cpu_ns
+    last = None
+    while last is None or _cpu_ns(thread) != last:
+        last = _cpu_ns(thread)
+        time.sleep(0.02)
+
+
 def test_reports_name_the_threads_that_ran_while_measuring(leaky):
+    """A thread that used the CPU while a scope or series measured is
+    named; one that waited all along (a server blocked in accept(),
+    pytest-rerunfailures' with pytest-xdist installed) allocated nothing
+    and is not."""
     stop = threading.Event()
-    ticker = threading.Thread(target=stop.wait, name="ticker")
+    ticker = threading.Thread(target=_tick, args=(stop,), name="ticker")
+    idle = threading.Thread(target=stop.wait, name="idle")
     ticker.start()
+    idle.start()
+    _blocked(idle)
     try:
         with pytest.raises(leakcheck.LeakError) as info:
             with leakcheck.scope(probes=["blocks"]):
@@ -171,9 +192,11 @@ def test_reports_name_the_threads_that_ran_while_measuring(leaky):
     finally:
         stop.set()
         ticker.join()
+        idle.join()
     assert "other threads ran while it measured" in info.value.report
-    assert "ticker (Event.wait)" in info.value.report
-    assert series.threads == ["ticker (Event.wait)"]
+    assert "ticker (_tick)" in info.value.report
+    assert "idle" not in info.value.report
+    assert series.threads == ["ticker (_tick)"]
     with leakcheck.scope(probes=["blocks"], tolerance=1 << 30) as alone:
         pass
     assert alone.threads == []

@@ -20,23 +20,34 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "async_plugins: the test's pytest runs load the async "
         "test plugins (pytest-asyncio, anyio, pytest-trio)")
+    config.addinivalue_line(
+        "markers", "neighbour_plugins: the test's pytest runs load the "
+        "plugins people run beside leakcheck (pytest-randomly, "
+        "pytest-rerunfailures, pytest-benchmark, pytest-mock)")
 
 
 # The async test plugins scripts/setup installs for test_plugin_async.py
 # are kept out of every other test's pytest runs: pytest-asyncio warns on
 # stderr at start-up, which tests of the plugin's own messages read.
 ASYNC_PLUGINS_OFF = "-p no:asyncio -p no:anyio -p no:trio"
+# So are those test_plugin_neighbours.py runs beside leakcheck:
+# pytest-randomly would reorder and reseed every other test's runs.
+NEIGHBOUR_PLUGINS_OFF = ("-p no:randomly -p no:rerunfailures "
+                         "-p no:benchmark -p no:pytest_mock")
+PLUGINS_OFF = {"async_plugins": ASYNC_PLUGINS_OFF,
+               "neighbour_plugins": NEIGHBOUR_PLUGINS_OFF}
 
 
 @pytest.fixture(autouse=True)
-def _no_async_plugins(request, monkeypatch):
-    if request.node.get_closest_marker("async_plugins") is None:
+def _plugins_off(request, monkeypatch):
+    off = [opts for marker, opts in PLUGINS_OFF.items()
+           if request.node.get_closest_marker(marker) is None]
+    if off:
         if "pytester" in request.fixturenames:
             # Made first: pytester removes PYTEST_ADDOPTS as it starts.
             request.getfixturevalue("pytester")
         addopts = os.environ.get("PYTEST_ADDOPTS", "")
-        monkeypatch.setenv("PYTEST_ADDOPTS",
-                           f"{addopts} {ASYNC_PLUGINS_OFF}".strip())
+        monkeypatch.setenv("PYTEST_ADDOPTS", " ".join([addopts, *off]).strip())
 
 
 LEAKY = '''

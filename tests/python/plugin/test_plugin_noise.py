@@ -7,6 +7,7 @@ from pytest_leakcheck import plugin
 
 TICKER = '''
 import threading
+import time
 
 import pytest
 
@@ -14,13 +15,30 @@ _KEPT = []
 _STOP = threading.Event()
 
 
+def tick():
+    while not _STOP.wait(0.002):
+        pass
+
+
+def blocked(thread):
+    from leakcheck._verdicts import _cpu_ns
+    last = None
+    while last is None or _cpu_ns(thread) != last:
+        last = _cpu_ns(thread)
+        time.sleep(0.02)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def ticker():
-    thread = threading.Thread(target=_STOP.wait, name="ticker")
+    thread = threading.Thread(target=tick, name="ticker")
+    idle = threading.Thread(target=_STOP.wait, name="idle")
     thread.start()
+    idle.start()
+    blocked(idle)
     yield
     _STOP.set()
     thread.join()
+    idle.join()
 
 
 def test_clean():
@@ -38,11 +56,11 @@ def test_reports_name_the_threads_that_ran_meanwhile(pytester, read_report):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*other threads ran while it measured (what they allocate counts "
-        "too): ticker (Event.wait)"])
+        "too): ticker (tick)"])
     _, tests = read_report()
     for name in ("test_clean", "test_leaky"):
         assert tests[f"test_ticker.py::{name}"]["threads"] == \
-            ["ticker (Event.wait)"]
+            ["ticker (tick)"]
 
 
 @pytest.mark.parametrize("how, where", [
