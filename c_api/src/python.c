@@ -4,7 +4,7 @@
  *
  * libleakcheck does not link libpython: it looks the C API up at run time
  * in the process (dlsym on RTLD_DEFAULT), so one build serves a pure C test,
- * a C test that embeds any CPython 3.9-3.13, and the Python extension.  Only
+ * a C test that embeds any CPython 3.9-3.15, and the Python extension.  Only
  * functions that every one of those versions exports are called, through
  * the declarations below, which need no Python header.
  *
@@ -345,6 +345,25 @@ lookup_objects(void)
     return LC_OK;
 }
 
+/*
+ * A free-threaded build (3.13t, 3.14t) is refused, not read: untested, and
+ * each probe would mean something else there.  Objects carry no GC header
+ * (they sit in mimalloc's GC heaps), so the objects walk would read
+ * unrelated memory; sys.getallocatedblocks() counts mimalloc's blocks of
+ * every size in every thread's heap, not pymalloc's small ones;
+ * sys.gettotalrefcount() sums per-thread totals that are merged only when
+ * a thread ends, so refs moves with thread exits; py_bytes and py_allocs
+ * would see the object domain through mimalloc, whose blocks freed by
+ * another thread are counted when that thread collects them.  Such a build
+ * is known by what it exports: the functions that its inline Py_DECREF
+ * calls, which a default build does not have.
+ */
+static int
+free_threaded(void)
+{
+    return dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") != NULL;
+}
+
 const char *
 lc__python_unavailable(int probe)
 {
@@ -355,6 +374,9 @@ lc__python_unavailable(int probe)
         return "this CPython lacks a function leakcheck needs";
     if (!api.IsInitialized())
         return "CPython is not initialized";
+    if (free_threaded())
+        return "free-threaded CPython (Py_GIL_DISABLED) is not supported "
+               "yet";
     if (probe == LC_PROBE_REFS) {
         int gil, has;
         if (py.ready)
