@@ -47,6 +47,7 @@ static struct {
     PyObject *(*Dict_New)(void);
     int (*Dict_SetItemString)(PyObject *, const char *, PyObject *);
     PyObject *(*Bool_FromLong)(long);
+    int free_threaded;          /* 1: a Py_GIL_DISABLED build (below)     */
 } api;
 
 /* Per-interpreter lookups; reset by the Py_AtExit callback. */
@@ -104,6 +105,11 @@ resolve(void)
     LC__SYM(Dict_New, "PyDict_New");
     LC__SYM(Dict_SetItemString, "PyDict_SetItemString");
     LC__SYM(Bool_FromLong, "PyBool_FromLong");
+    api.free_threaded =
+        dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") != NULL;
+    /* A failed lookup's message stays in malloc'd memory until delivered:
+     * delivered now, before any reading, not inside a measured scope. */
+    (void)dlerror();
     api.resolved = 1;
 }
 
@@ -361,7 +367,7 @@ lookup_objects(void)
 static int
 free_threaded(void)
 {
-    return dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") != NULL;
+    return api.free_threaded;
 }
 
 const char *
