@@ -78,8 +78,9 @@
  * It is found by what it is, not by where it lies: glibc up to 2.41 made
  * it the first chunk of the brk heap, 2.42 makes it at the first free(),
  * wherever malloc puts it.  The thread's own pointer to it is a word of
- * libc's thread-local block; a word there that points into the brk heap
- * at a chunk of the struct's size is a candidate, for each known layout of
+ * libc's thread-local block; a word of a thread-local block that points
+ * into the brk heap at a chunk of the struct's size is a candidate, for
+ * each known layout of
  * struct tcache_perthread_struct (below).  A candidate is trusted only
  * after a self-test: a chunk freed into a class with room must become that
  * class's list head and move its count by one in the layout's direction,
@@ -256,39 +257,43 @@ tcache_follows_free(const lc__tcache_layout *layout,
     return ok;
 }
 
-/* libc's thread-local block for the calling thread: the object that
- * holds malloc's code. */
+/*
+ * The words of every loaded object's thread-local block (the calling
+ * thread's) that point into the brk heap [lo, hi): glibc's `tcache` is one
+ * of libc's.  Every object's, not libc's alone: libc is found by none of
+ * its addresses reliably (a non-PIE program's own PLT entry is malloc's
+ * address there), and where libc is linked into the program its block is
+ * the program's.  Collected first, tested after: the test calls malloc,
+ * which dl_iterate_phdr's lock has no business around.
+ */
+#define LC__TCACHE_CANDIDATES 32
+
 typedef struct {
-    uintptr_t code;             /* in: an address of malloc               */
-    const uintptr_t *words;     /* out: NULL when not found                */
+    uintptr_t lo, hi;
+    uintptr_t words[LC__TCACHE_CANDIDATES];
     size_t count;
-} lc__tls_search;
+} lc__tls_words;
 
 static int
-libc_tls(struct dl_phdr_info *info, size_t size, void *data)
+heap_words(struct dl_phdr_info *info, size_t size, void *data)
 {
-    lc__tls_search *s = data;
-    const ElfW(Phdr) *tls = NULL;
-    int holds = 0, i;
+    lc__tls_words *s = data;
+    const uintptr_t *w;
+    size_t i, n = 0;
+    int k;
 
     if (size < offsetof(struct dl_phdr_info, dlpi_tls_data) + sizeof(void *))
         return 1;
-    for (i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t at = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_TLS)
-            tls = ph;
-        else if (ph->p_type == PT_LOAD && s->code >= at &&
-                 s->code < at + ph->p_memsz)
-            holds = 1;
-    }
-    if (!holds)
+    if (info->dlpi_tls_data == NULL)
         return 0;
-    if (tls != NULL && info->dlpi_tls_data != NULL) {
-        s->words = info->dlpi_tls_data;
-        s->count = tls->p_memsz / sizeof(uintptr_t);
-    }
-    return 1;
+    for (k = 0; k < info->dlpi_phnum; k++)
+        if (info->dlpi_phdr[k].p_type == PT_TLS)
+            n = info->dlpi_phdr[k].p_memsz / sizeof(uintptr_t);
+    w = info->dlpi_tls_data;
+    for (i = 0; i < n && s->count < LC__TCACHE_CANDIDATES; i++)
+        if (w[i] >= s->lo + 16 && w[i] < s->hi && (w[i] & 15) == 0)
+            s->words[s->count++] = w[i];
+    return 0;
 }
 
 /* Whether the struct at `mem`, laid out as `layout`, is the calling
@@ -325,8 +330,7 @@ tcache_adopt(const lc__tcache_layout *layout, uintptr_t mem, uintptr_t lo,
 static void
 find_tcache(void)
 {
-    lc__tls_search tls = {(uintptr_t)&malloc, NULL, 0};
-    uintptr_t lo, hi;
+    lc__tls_words tls;
     size_t w, l;
 
     tcache.known = 1;
@@ -335,14 +339,16 @@ find_tcache(void)
      * thread's is freed when it ends, and its id can be reused. */
     if (getpid() != thread_id())
         return;
-    lo = brk_heap_start();
-    hi = (uintptr_t)sbrk(0);
-    if (lo == 0 || hi <= lo)
+    tls.lo = brk_heap_start();
+    tls.hi = (uintptr_t)sbrk(0);
+    tls.count = 0;
+    if (tls.lo == 0 || tls.hi <= tls.lo)
         return;
-    dl_iterate_phdr(libc_tls, &tls);
+    dl_iterate_phdr(heap_words, &tls);
     for (w = 0; w < tls.count && tcache.counts == NULL; w++)
         for (l = 0; l < sizeof tcache_layouts / sizeof *tcache_layouts; l++)
-            if (tcache_adopt(&tcache_layouts[l], tls.words[w], lo, hi))
+            if (tcache_adopt(&tcache_layouts[l], tls.words[w], tls.lo,
+                             tls.hi))
                 break;
     if (tcache.counts == NULL ||
         pthread_atfork(tcache_prepare_fork, tcache_parent_forked,
