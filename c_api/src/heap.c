@@ -80,11 +80,10 @@
  * wherever malloc puts it.  The thread's own pointer to it is a word of
  * libc's thread-local block; a word of a thread-local block that points
  * into the brk heap at a chunk of the struct's size is a candidate, for
- * each known layout of
- * struct tcache_perthread_struct (below).  A candidate is trusted only
- * after a self-test: a chunk freed into a class with room must become that
- * class's list head and move its count by one in the layout's direction,
- * in three classes.  Elsewhere (an unknown layout, a heap not made by brk,
+ * each known layout of struct tcache_perthread_struct (below).  A
+ * candidate is trusted only after a self-test: a chunk freed into a class
+ * with room must become that class's list head and move its count by one
+ * in the layout's direction, in three classes.  Elsewhere (an unknown layout, a heap not made by brk,
  * a reading from another thread) every class of the calling thread's
  * cache is filled before each reading instead, so that it is in the same
  * state each time: which fails when malloc has no chunk of a class's
