@@ -158,7 +158,7 @@ def _sites(memray, path, ignore):
     with memray.FileReader(path) as reader:
         for record in reader.get_leaked_allocation_records(
                 merge_threads=True):
-            site = _site(record.hybrid_stack_trace(), ignore)
+            site = _site(_stack(record), ignore)
             if site is None:
                 continue
             key = (site["file"], site["line"], site["function"],
@@ -170,6 +170,21 @@ def _sites(memray, path, ignore):
                 entry[0] += record.size
                 entry[1] += record.n_allocations
     return sites
+
+
+def _stack(record):
+    """The allocation's frames, innermost first: C frames, then the Python
+    ones that called them.  memray interleaves the two by finding the
+    interpreter's evaluation frames among the C ones, which it cannot in
+    an interpreter without symbols for them (Debian's 3.14 and 3.15): its
+    hybrid stack then holds the Python frames alone, and the C frames are
+    taken from the native stack, ahead of the Python ones."""
+    hybrid = record.hybrid_stack_trace()
+    native = [frame for frame in record.native_stack_trace()
+              if frame[1] not in ("", "<unknown>")]
+    if not native or native[0] in hybrid:
+        return hybrid
+    return list(record.native_stack_trace()) + list(hybrid)
 
 
 def _per_run(one, more, runs):
