@@ -108,10 +108,10 @@ def measure(body, *args):
     return {"deltas": s.deltas, "expected": 0}
 
 def replaced(body, domain, functions, blocks):
-    # A replacement counts the replacing block's size less the freed one's:
-    # not always 0, so read by snapshots, not a scope.  glibc may give a
-    # block a chunk larger than asked (the rest of one too small to split):
-    # 2.43 gave a born raw block 16 bytes more than its replacement.
+    # A replacement counts the replacing block's size less the freed one's,
+    # each read as py_bytes counts it: not 0 when glibc gives one of them a
+    # chunk larger than asked (the rest of one too small to split), so read
+    # by snapshots, not a scope.
     before = counted(domain, blocks[body.freed], SIZE)
     i = n_kept
     a = leakcheck.snapshot(PROBES)
