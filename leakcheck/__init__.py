@@ -28,7 +28,7 @@ from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
 from ._probes import (DEFAULT_PROBES, PROBE_NAMES, ProbeInfo, Snapshot,
-                      probes, snapshot)
+                      probes, snapshot, unsupported)
 from ._verdicts import Series, repeat, scope
 from .gate import write_json as write_report
 
@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_PROBES",
     "probes",
     "snapshot",
+    "unsupported",
     "scope",
     "repeat",
     "diagnose",

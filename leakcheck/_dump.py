@@ -221,15 +221,34 @@ def _place(obj):
     return where[0] if where else None
 
 
+def _untracked_referents(obj):
+    """[(child, its reference count, read here)] for what `obj` refers to
+    and the collector does not track."""
+    out = []
+    for child in gc.get_referents(obj):
+        if not gc.is_tracked(child):
+            out.append((child, sys.getrefcount(child)))
+    return out
+
+
+# The count _untracked_referents() reads for a child that only its object
+# holds: that object's reference, get_referents' list's, and those of the
+# loop and of getrefcount's argument, which 3.14 may borrow (not count).
+# Read, not assumed: it is the count of a bytearray only a list holds.
+_ALONE = _untracked_referents([bytearray()])[0][1]
+
+
+def _held_alone(obj):
+    return [child for child, count in _untracked_referents(obj)
+            if count == _ALONE]
+
+
 def _alone_held(obj, chain, depth=3):
     """Entries for what only `obj` refers to and the collector does not
     track (a str, bytes, a number; a dict of those, and what it holds),
     each with `chain` one step longer."""
     out = []
-    for child in gc.get_referents(obj):
-        # References: `obj`, the list, `child` and getrefcount's argument.
-        if gc.is_tracked(child) or sys.getrefcount(child) != 4:
-            continue
+    for child in _held_alone(obj):
         step = edge(obj, child)
         longer = None
         if chain is not None:

@@ -4,13 +4,14 @@ a bad value gets the same clear message wherever it came from."""
 
 import operator
 import sys
+import sysconfig
 from collections.abc import Mapping
 from typing import Iterable, NamedTuple, Optional, Tuple, Union
 
 from . import _core
 
 __all__ = ["ProbeInfo", "PROBE_NAMES", "DEFAULT_PROBES", "Snapshot",
-           "probes", "snapshot"]
+           "probes", "snapshot", "unsupported"]
 
 # How the public API takes probes: names, as an iterable or one
 # comma-separated string; None for DEFAULT_PROBES.
@@ -76,6 +77,20 @@ SCOPE_TOLERANCES = {"native_bytes": 4096}
 
 Snapshot = _core.Snapshot
 Mapping.register(Snapshot)
+
+# Why a free-threaded build is refused (the engine's Python probes say so
+# too, c_api/src/python.c, where what each probe would mean there is set
+# out): untested, and no probe would read what it reads elsewhere.
+FREE_THREADED = ("leakcheck: free-threaded CPython (Py_GIL_DISABLED) is not "
+                 "supported yet; nothing is measured or judged")
+
+
+def unsupported() -> Optional[str]:
+    """Why leakcheck cannot judge in this interpreter, in one line, or
+    None when it can."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return FREE_THREADED
+    return None
 
 
 def probes() -> list[ProbeInfo]:

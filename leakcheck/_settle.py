@@ -6,14 +6,18 @@ regular expressions, source lines, typing's generic aliases, warning
 registries.  Each of those would read as growth in the scope that first
 touched it.  CPython's own refleak runner clears them between runs
 (Lib/test/libregrtest/utils.py, clear_caches, and refleak.py,
-dash_R_cleanup); ``settle()`` clears the same, with one rule the test
+dash_R_cleanup, as of 3.15: fnmatch's two caches, encodings' and the
+codec lookup cache among them, internal caches last); ``settle()`` clears
+the same, with one rule the test
 runner does not need: **only caches whose clearing cannot change
 what a program computes.**  So it leaves out what regrtest resets but a
 program could observe: ctypes' pointer type cache (``POINTER(t)`` would stop
 being the same type), mimetypes' database and urllib's opener (user
 additions would be lost), doctest.master, sys.path_importer_cache.
 Linecache keeps the sources that no file backs (they could not be read
-again).
+again; 3.14's ``linecache._interactive_cache``, which regrtest saves and
+restores, is left alone for the same reason).  ABC registries are left as
+they are: a registration is what a program asked for, not a cache.
 
 The type attribute cache is cleared last, always: it keeps a reference to
 the name of every attribute looked up, so a name built afresh
@@ -95,6 +99,7 @@ _CACHE_CLEARS = (
     ("re", "", "purge"),
     ("_strptime", "_regex_cache", "clear"),
     ("fnmatch", "_compile_pattern", "cache_clear"),
+    ("fnmatch", "_re_escape", "cache_clear"),           # 3.14+
     ("tokenize", "_compile", "cache_clear"),
     ("urllib.parse", "", "clear_cache"),
     ("struct", "", "_clearcache"),
@@ -105,7 +110,21 @@ _CACHE_CLEARS = (
     ("inspect", "modulesbyfile", "clear"),
     ("inspect", "_shadowed_dict_from_weakref_mro_tuple", "cache_clear"),
     ("importlib.metadata", "FastPath.__new__", "cache_clear"),
+    ("encodings", "_cache", "clear"),
 )
+
+
+def _noop_codec_search(name):
+    return None
+
+
+def _clear_codecs_cache():
+    """The interpreter's codec lookup cache has no clear(); unregistering
+    a search function empties it (3.10+), as CPython's refleak runner
+    does.  A first codecs.lookup() of a name would otherwise grow it."""
+    import codecs
+    codecs.register(_noop_codec_search)
+    codecs.unregister(_noop_codec_search)
 
 
 class _Plan:
@@ -498,6 +517,9 @@ def _resolve_clears(modules):
     typing = modules.get("typing")
     if typing is not None:
         yield from getattr(typing, "_cleanups", ())
+    codecs = modules.get("codecs")
+    if codecs is not None and hasattr(codecs, "unregister"):
+        yield _clear_codecs_cache
 
 
 def _abcs(modules):

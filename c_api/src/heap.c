@@ -38,6 +38,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <malloc.h>
@@ -49,6 +50,7 @@
 #include <unistd.h>
 
 #if defined(__GLIBC__)
+#include <link.h>
 #include <stdio_ext.h>
 #define LC_HAVE_STDIO_EXT 1
 #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
@@ -66,33 +68,58 @@
 /* ---- glibc: the per-thread cache ----------------------------------------- */
 
 /*
- * glibc's per-thread cache (tcache) keeps up to 7 freed chunks per size
- * class, and mallinfo counts them as in use: a clean malloc/free pair can
- * look like growth, and which chunks sit in the cache depends on what ran
- * before, not on what the code under test keeps.
+ * glibc's per-thread cache (tcache) keeps freed chunks per size class (up
+ * to 7 until glibc 2.41, 16 from 2.42), and mallinfo counts them as in
+ * use: a clean malloc/free pair can look like growth, and which chunks sit
+ * in the cache depends on what ran before, not on what the code under test
+ * keeps.
  *
- * Where the cache can be read, the reading leaves it out: the main
- * thread's cache is the first chunk of the brk heap (glibc 2.30 and later:
- * 64 uint16_t counts, then 64 list heads; chunk size 0x290).  That layout
- * is trusted only after a self-test: a chunk freed into a class with room
- * must become that class's list head and raise its count by one, in three
- * classes.  Elsewhere (another layout, a heap not made by brk, a reading
- * from another thread) every class of the calling thread's cache is
- * filled before each reading instead, so that it is in the same state
- * each time: which fails when malloc has no chunk of a class's exact size
- * to hand (it hands out a larger free chunk whose remainder would be too
- * small to split off, and the class stays short).
+ * Where the main thread's cache can be read, the reading leaves it out.
+ * It is found by what it is, not by where it lies: glibc up to 2.41 made
+ * it the first chunk of the brk heap, 2.42 makes it at the first free(),
+ * wherever malloc puts it.  The thread's own pointer to it is a word of
+ * libc's thread-local block; a word of a thread-local block that points
+ * into the brk heap at a chunk of the struct's size is a candidate, for
+ * each known layout of struct tcache_perthread_struct (below).  A
+ * candidate is trusted only after a self-test: a chunk freed into a class
+ * with room must become that class's list head and move its count by one
+ * in the layout's direction, in three classes.  Elsewhere (an unknown layout, a heap not made by brk,
+ * a reading from another thread) every class of the calling thread's
+ * cache is filled before each reading instead, so that it is in the same
+ * state each time: which fails when malloc has no chunk of a class's
+ * exact size to hand (it hands out a larger free chunk whose remainder
+ * would be too small to split off, and the class stays short).
  */
 #if defined(LC_HAVE_MALLINFO2)
-#define LC__TCACHE_BINS 64
-#define LC__TCACHE_COUNT 7
+#define LC__TCACHE_SMALL 64         /* classes of 32 + 16 * i bytes        */
+#define LC__TCACHE_BINS_MAX 76
+#define LC__TCACHE_FILL 16          /* the largest default class size     */
 #define LC__TCACHE_STRAYS 32
-#define LC__TCACHE_CHUNK 0x290      /* sizeof the struct + header, 2.30+  */
+#define LC__TCACHE_WALK 65535       /* a list longer is not a cache's     */
+
+/* struct tcache_perthread_struct as each glibc lays it out: uint16_t
+ * counts[bins], then tcache_entry *entries[bins]. */
+typedef struct {
+    size_t chunk;               /* its chunk's size: sizeof + header       */
+    size_t bins;
+    int slots;                  /* 1: counts hold the room left (2.42+),
+                                 * 0: the chunks held (2.30 to 2.41)       */
+    unsigned room;              /* 2.30-2.41: the default class size       */
+} lc__tcache_layout;
+
+static const lc__tcache_layout tcache_layouts[] = {
+    {0x290, 64, 0, 7},  /* 2.30 to 2.41                                    */
+    {0x300, 76, 1, 0},  /* 2.42 on: classes 64-75 hold larger chunks of
+                         * mixed sizes, when glibc.malloc.tcache_max
+                         * raises the limit (none by default)             */
+};
 
 static struct {
     int known;                  /* 1 once looked for                       */
     const volatile uint16_t *counts;   /* NULL: not readable               */
     void *const volatile *heads;
+    const lc__tcache_layout *layout;
+    uint16_t size[LC__TCACHE_BINS_MAX]; /* slots layout: a class's size    */
     pid_t owner;                /* the thread whose cache it is            */
     int owner_forks;            /* 1 while the owner is in fork()          */
 } tcache;
@@ -133,6 +160,42 @@ tcache_chunk(size_t bin)
     return 32 + 16 * bin;
 }
 
+static size_t
+chunk_size(const void *mem)
+{
+    return ((const size_t *)mem)[-1] & ~(size_t)7;
+}
+
+/* The next entry of a cache list: glibc 2.32 and later store it mangled
+ * with the address it is stored at (safe-linking); the list heads in the
+ * struct are stored plain. */
+static void *
+tcache_next(const void *entry)
+{
+    uintptr_t stored = *(const volatile uintptr_t *)entry;
+
+    return (void *)(((uintptr_t)entry >> 12) ^ stored);
+}
+
+/* How many chunks class `bin`'s list holds and their bytes; -1 when the
+ * list does not end as a cache's does.  Only for the adopted cache: its
+ * entries are chunks, in whichever arena they came from. */
+static int64_t
+tcache_list(size_t bin, int64_t *bytes)
+{
+    const void *e = tcache.heads[bin];
+    int64_t n = 0;
+
+    *bytes = 0;
+    while (e != NULL) {
+        if (((uintptr_t)e & 15) != 0 || ++n > LC__TCACHE_WALK)
+            return -1;
+        *bytes += (int64_t)chunk_size(e);
+        e = tcache_next(e);
+    }
+    return n;
+}
+
 /* The start of the brk heap, from /proc/self/maps; 0 when there is none.
  * read() into a stack buffer: no malloc. */
 static uintptr_t
@@ -167,57 +230,131 @@ brk_heap_start(void)
 }
 
 /* Whether freeing a chunk of `bin`'s size puts it at the head of that
- * class in the cache found, one more in its count. */
+ * class in the cache found, its count moved by one the layout's way. */
 static int
-tcache_follows_free(const volatile uint16_t *counts,
-                    void *const volatile *heads,
-                    size_t bin)
+tcache_follows_free(const lc__tcache_layout *layout,
+                    const volatile uint16_t *counts,
+                    void *const volatile *heads, size_t bin)
 {
     size_t request = tcache_chunk(bin) - 8;
     void *volatile p = malloc(request);
     void *volatile room = NULL;
     unsigned before;
-    int ok;
+    int full, ok;
 
     if (p == NULL)
         return 0;
-    if (counts[bin] >= LC__TCACHE_COUNT)
+    full = layout->slots ? counts[bin] == 0 : counts[bin] >= layout->room;
+    if (full)
         room = malloc(request);         /* taken from the full class      */
     before = counts[bin];
     free(p);
-    ok = before < LC__TCACHE_COUNT && counts[bin] == before + 1 &&
-         heads[bin] == p;
+    ok = heads[bin] == p &&
+         (layout->slots ? before > 0 && counts[bin] == before - 1
+                        : before < layout->room && counts[bin] == before + 1);
     free(room);
     return ok;
+}
+
+/*
+ * The words of every loaded object's thread-local block (the calling
+ * thread's) that point into the brk heap [lo, hi): glibc's `tcache` is one
+ * of libc's.  Every object's, not libc's alone: libc is found by none of
+ * its addresses reliably (a non-PIE program's own PLT entry is malloc's
+ * address there), and where libc is linked into the program its block is
+ * the program's.  Collected first, tested after: the test calls malloc,
+ * which dl_iterate_phdr's lock has no business around.
+ */
+#define LC__TCACHE_CANDIDATES 32
+
+typedef struct {
+    uintptr_t lo, hi;
+    uintptr_t words[LC__TCACHE_CANDIDATES];
+    size_t count;
+} lc__tls_words;
+
+static int
+heap_words(struct dl_phdr_info *info, size_t size, void *data)
+{
+    lc__tls_words *s = data;
+    const uintptr_t *w;
+    size_t i, n = 0;
+    int k;
+
+    if (size < offsetof(struct dl_phdr_info, dlpi_tls_data) + sizeof(void *))
+        return 1;
+    if (info->dlpi_tls_data == NULL)
+        return 0;
+    for (k = 0; k < info->dlpi_phnum; k++)
+        if (info->dlpi_phdr[k].p_type == PT_TLS)
+            n = info->dlpi_phdr[k].p_memsz / sizeof(uintptr_t);
+    w = info->dlpi_tls_data;
+    for (i = 0; i < n && s->count < LC__TCACHE_CANDIDATES; i++)
+        if (w[i] >= s->lo + 16 && w[i] < s->hi && (w[i] & 15) == 0)
+            s->words[s->count++] = w[i];
+    return 0;
+}
+
+/* Whether the struct at `mem`, laid out as `layout`, is the calling
+ * thread's cache; then it is adopted. */
+static int
+tcache_adopt(const lc__tcache_layout *layout, uintptr_t mem, uintptr_t lo,
+             uintptr_t hi)
+{
+    const volatile uint16_t *counts = (const volatile uint16_t *)mem;
+    void *const volatile *heads = (void *const volatile *)(counts + layout->bins);
+    size_t bin;
+
+    if (mem < lo + 16 || mem - 16 + layout->chunk > hi || (mem & 15) != 0 ||
+        chunk_size((const void *)mem) != layout->chunk)
+        return 0;
+    if (!tcache_follows_free(layout, counts, heads, 0) ||
+        !tcache_follows_free(layout, counts, heads, 37) ||
+        !tcache_follows_free(layout, counts, heads, LC__TCACHE_SMALL - 1))
+        return 0;
+    tcache.counts = counts;
+    tcache.heads = heads;
+    tcache.layout = layout;
+    for (bin = 0; layout->slots && bin < layout->bins; bin++) {
+        int64_t bytes, held = tcache_list(bin, &bytes);
+        if (held < 0 || held + counts[bin] > UINT16_MAX) {
+            tcache.counts = NULL;
+            return 0;
+        }
+        tcache.size[bin] = (uint16_t)(held + counts[bin]);
+    }
+    return 1;
 }
 
 static void
 find_tcache(void)
 {
-    uintptr_t start;
-    const size_t *size;
-    const volatile uint16_t *counts;
-    void *const volatile *heads;
+    lc__tls_words tls;
+    size_t w, l;
 
     tcache.known = 1;
     free(malloc(1));                    /* the cache exists from here on  */
-    start = brk_heap_start();
-    if (start == 0 || getpid() != thread_id())
+    /* The main thread's cache lives as long as the process; another
+     * thread's is freed when it ends, and its id can be reused. */
+    if (getpid() != thread_id())
         return;
-    size = (const size_t *)(start + sizeof(size_t));
-    if ((*size & ~(size_t)7) != LC__TCACHE_CHUNK)
+    tls.lo = brk_heap_start();
+    tls.hi = (uintptr_t)sbrk(0);
+    tls.count = 0;
+    if (tls.lo == 0 || tls.hi <= tls.lo)
         return;
-    counts = (const volatile uint16_t *)(start + 2 * sizeof(size_t));
-    heads = (void *const volatile *)(counts + LC__TCACHE_BINS);
-    if (!tcache_follows_free(counts, heads, 0) ||
-        !tcache_follows_free(counts, heads, 37) ||
-        !tcache_follows_free(counts, heads, LC__TCACHE_BINS - 1))
+    dl_iterate_phdr(heap_words, &tls);
+    for (w = 0; w < tls.count && tcache.counts == NULL; w++)
+        for (l = 0; l < sizeof tcache_layouts / sizeof *tcache_layouts; l++)
+            if (tcache_adopt(&tcache_layouts[l], tls.words[w], tls.lo,
+                             tls.hi))
+                break;
+    if (tcache.counts == NULL ||
+        pthread_atfork(tcache_prepare_fork, tcache_parent_forked,
+                       tcache_child_forked) != 0) {
+        tcache.counts = NULL;
         return;
-    if (pthread_atfork(tcache_prepare_fork, tcache_parent_forked,
-                       tcache_child_forked) != 0)
-        return;
-    tcache.counts = counts;
-    tcache.heads = heads;
+    }
     tcache.owner = thread_id();
 }
 
@@ -225,21 +362,34 @@ find_tcache(void)
 static int64_t
 tcache_bytes(void)
 {
-    int64_t bytes = 0;
+    int64_t bytes = 0, listed;
     size_t bin;
 
     if (!tcache.known)
         find_tcache();
     if (tcache.counts == NULL || thread_id() != tcache.owner)
         return -1;
-    for (bin = 0; bin < LC__TCACHE_BINS; bin++)
-        bytes += (int64_t)tcache.counts[bin] * (int64_t)tcache_chunk(bin);
+    if (!tcache.layout->slots) {
+        for (bin = 0; bin < tcache.layout->bins; bin++)
+            bytes += (int64_t)tcache.counts[bin] * (int64_t)tcache_chunk(bin);
+        return bytes;
+    }
+    for (bin = 0; bin < LC__TCACHE_SMALL; bin++)
+        bytes += (int64_t)(tcache.size[bin] - tcache.counts[bin]) *
+                 (int64_t)tcache_chunk(bin);
+    for (; bin < tcache.layout->bins; bin++)
+        if (tcache.heads[bin] != NULL) {
+            if (tcache_list(bin, &listed) < 0)
+                return -1;
+            bytes += listed;
+        }
     return bytes;
 }
 
 /*
  * The other way: filling every class of the calling thread's cache.
- * Cost: 64 x 7 malloc/free pairs.  malloc may hand out a chunk one class
+ * Cost: 64 x 16 malloc/free pairs (16 covers both class sizes glibc has
+ * had; where a class holds 7, the other 9 go back to the heap).  malloc may hand out a chunk one class
  * larger than asked, and freeing it fills that class, not this one: such
  * strays are set aside until the class holds 7 chunks of its own size.
  * Classes go in ascending order, so the class a stray lands in is filled
@@ -248,14 +398,14 @@ tcache_bytes(void)
 static void
 fill_tcache(void)
 {
-    void *held[LC__TCACHE_COUNT], *stray[LC__TCACHE_STRAYS];
+    void *held[LC__TCACHE_FILL], *stray[LC__TCACHE_STRAYS];
     size_t bin;
     int n, strays;
 
-    for (bin = 0; bin < LC__TCACHE_BINS; bin++) {
+    for (bin = 0; bin < LC__TCACHE_SMALL; bin++) {
         size_t request = tcache_chunk(bin) - 8;   /* lands in `bin`     */
         n = strays = 0;
-        while (n < LC__TCACHE_COUNT && strays < LC__TCACHE_STRAYS) {
+        while (n < LC__TCACHE_FILL && strays < LC__TCACHE_STRAYS) {
             void *p = malloc(request);
             if (p == NULL)
                 break;

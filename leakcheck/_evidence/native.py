@@ -189,7 +189,7 @@ def _sites(memray, path, ignore):
     with memray.FileReader(path) as reader:
         for record in reader.get_leaked_allocation_records(
                 merge_threads=True):
-            site = _site(record.hybrid_stack_trace(), ignore)
+            site = _site(_stack(record), ignore)
             if site is None:
                 continue
             key = (site["file"], site["line"], site["function"],
@@ -209,6 +209,27 @@ def _tracemalloc_kept(more):
     tables are resized and cleared by stop(), so its surviving blocks do
     not keep to runs."""
     return (None, None, _TRACEMALLOC, ()) in more
+
+
+def _stack(record):
+    """The allocation's frames, innermost first, as (function, file, line,
+    is_python): C frames, then the Python ones that called them.  A frame
+    is C when the native stack holds it (a Python frame's file can have
+    any name: a console script has no .py).  memray interleaves the two
+    by finding the interpreter's evaluation frames among the C ones,
+    which it cannot in an interpreter without symbols for them (Debian's
+    3.14 and 3.15): its hybrid stack then holds the Python frames alone.
+    The C frames are then the whole native stack, ahead of the Python
+    ones; the first of the user's among them is the site (a C function
+    that calls back into Python which allocates is charged with that
+    allocation there)."""
+    hybrid = record.hybrid_stack_trace()
+    native = record.native_stack_trace()
+    c_frames = set(native)
+    if c_frames.isdisjoint(hybrid):
+        return ([(*frame, False) for frame in native]
+                + [(*frame, True) for frame in hybrid])
+    return [(*frame, frame not in c_frames) for frame in hybrid]
 
 
 def _per_run(one, more, runs):
@@ -231,17 +252,17 @@ def _per_run(one, more, runs):
     return result[:TOP]
 
 
-def _is_python(filename):
-    return filename.endswith(".py") or (filename.startswith("<")
-                                        and filename != "<unknown>")
-
-
 # Folders of CPython's source tree, as its frames name them (relative to
 # the build folder: "Objects/obmalloc.c", "../Python/ceval.c").  An
 # extension whose own sources sit in such a folder and are compiled with
 # relative paths would read as CPython's.
 _CPYTHON_TREE = ("Objects/", "Python/", "Include/", "Modules/", "Parser/",
                  "Programs/")
+# Where the C library starts a process or a thread: the outermost native
+# frames, never the user's (a stack with no symbols for CPython has no
+# other frame of its own to stop at before them).
+_ENTRY_POINTS = frozenset({"_start", "main", "start_thread", "clone",
+                           "clone3", "__clone3"})
 _ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
                          "reallocarray", "posix_memalign", "aligned_alloc",
                          "memalign", "valloc", "pvalloc", "strdup",
@@ -269,7 +290,8 @@ def _theirs(function, filename):
     if filename in ("", "<unknown>") or not os.path.isabs(filename):
         # No debug information: known by name only.
         return (function.startswith(("Py", "_Py", "__libc", "_dl_"))
-                or function in _ALLOCATORS or function in ("", "<unknown>"))
+                or function in _ALLOCATORS or function in _ENTRY_POINTS
+                or function in ("", "<unknown>"))
     return False
 
 
@@ -278,12 +300,12 @@ def _site(stack, ignore):
     or None when no C code of the user's made it, or a harness did."""
     user = None
     python = []                   # the Python frames outwards, innermost first
-    for function, filename, lineno in stack:
+    for function, filename, lineno, is_python in stack:
         if user is None and os.path.basename(filename) in _TRACEMALLOC_SOURCES:
             # tracemalloc's own bookkeeping, whoever started it.
             return {"file": None, "line": None, "function": _TRACEMALLOC,
                     "caller": None}
-        if _is_python(filename):
+        if is_python:
             if user is None:
                 return None       # Python code allocated it
             python.append((filename, lineno, function))

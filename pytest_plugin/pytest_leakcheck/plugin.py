@@ -225,6 +225,7 @@ class State:
 
 
 STATE = pytest.StashKey[State]()
+UNSUPPORTED = pytest.StashKey[str]()      # why nothing is judged at all
 BAD_SETTINGS = pytest.StashKey[str]()     # on an item: why it cannot run
 OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
 
@@ -265,6 +266,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", settingsmod.MARKER_LINE)
     config.addinivalue_line("markers", settingsmod.OPT_OUT_LINE)
     config.addinivalue_line("markers", settingsmod.NOT_REPEATABLE_LINE)
+    unsupported = leakcheck.unsupported()
+    if unsupported is not None:
+        # No state: every hook then leaves the tests to pytest alone.
+        config.stash[UNSUPPORTED] = unsupported
+        return
     try:
         session_settings = settingsmod.from_config(config)
     except BadValue as e:
@@ -353,6 +359,9 @@ def pytest_report_header(config):
     """The settings, when the session hunts in every test or writes a
     report; quiet otherwise (the plugin loads in every pytest session),
     but for a time limit that cannot apply to each run."""
+    unsupported = config.stash.get(UNSUPPORTED, None)
+    if unsupported is not None:
+        return [unsupported]
     state = config.stash.get(STATE, None)
     if state is None or state.settings.hunt_none:
         return None
@@ -430,6 +439,9 @@ def leakcheck_fixture(request):
     """leakcheck's API with this test's settings: .check(func, *args)
     raises LeakError when func leaks, .series(), .scope(), .snapshot(),
     .settings."""
+    unsupported = request.config.stash.get(UNSUPPORTED, None)
+    if unsupported is not None:
+        pytest.skip(unsupported)
     state = request.config.stash[STATE]
     try:
         settings = settingsmod.for_item(request.node,

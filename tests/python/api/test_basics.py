@@ -2,6 +2,7 @@
 
 import collections.abc
 import json
+import os
 import sys
 
 import pytest
@@ -92,6 +93,36 @@ def test_two_snapshots_back_to_back_differ_by_nothing():
         b = leakcheck.snapshot(probes)
         assert set(b - a) == set(probes)
         assert all(v == 0 for v in (b - a).values()), b - a
+
+
+def _glibc():
+    try:
+        name, version = os.confstr("CS_GNU_LIBC_VERSION").split()
+        return tuple(int(x) for x in version.split(".")[:2])
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+@pytest.mark.skipif(not (2, 30) <= (_glibc() or (0,)) <= (2, 43),
+                    reason="glibc's per-thread cache has a known layout on "
+                           "glibc 2.30 to 2.43 only")
+def test_native_bytes_leaves_the_malloc_cache_out():
+    """The interpreter's main thread finds glibc's per-thread cache (a
+    non-PIE python's malloc is its own PLT entry: the cache is found
+    through every thread-local block, not through malloc's address), and
+    back-to-back pairs around small mallocs and frees read exactly 0."""
+    info = {p.name: p for p in leakcheck.probes()}["native_bytes"]
+    if "mallinfo2" not in info.doc:
+        pytest.skip(f"native_bytes reads another allocator here: {info.doc}")
+    assert "malloc cache" in info.doc, info.doc
+    deltas = []
+    for i in range(200):
+        churn = [bytes(8 + 24 * ((i * 7 + k) % 40)) for k in range(i % 13)]
+        del churn
+        a = leakcheck.snapshot(["native_bytes"])
+        b = leakcheck.snapshot(["native_bytes"])
+        deltas.append((b - a)["native_bytes"])
+    assert deltas == [0] * 200
 
 
 def test_snapshots_see_each_allocator(leaky):

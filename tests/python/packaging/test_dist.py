@@ -93,6 +93,8 @@ def test_wheel_metadata(dists):
     for want in ("Framework :: Pytest", "Programming Language :: C",
                  "Programming Language :: Python :: 3.9",
                  "Programming Language :: Python :: 3.13",
+                 "Programming Language :: Python :: 3.14",
+                 "Programming Language :: Python :: 3.15",
                  "Operating System :: POSIX :: Linux"):
         assert want in classifiers
 
