@@ -656,6 +656,18 @@ scope_set_tolerance(ScopeObject *self, PyObject *args)
 }
 
 static PyObject *
+scope_set_baseline(ScopeObject *self, PyObject *args)
+{
+    int probe;
+    long long baseline;
+
+    if (!PyArg_ParseTuple(args, "iL:set_baseline", &probe, &baseline) ||
+        check(lc_scope_set_baseline(self->scope, probe, baseline)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 scope_set_location(ScopeObject *self, PyObject *args)
 {
     PyObject *file;
@@ -741,6 +753,7 @@ scope_report(ScopeObject *self, PyObject *unused)
 static PyMethodDef scope_methods[] = {
     {"set_probes", (PyCFunction)scope_set_probes, METH_O, NULL},
     {"set_tolerance", (PyCFunction)scope_set_tolerance, METH_VARARGS, NULL},
+    {"set_baseline", (PyCFunction)scope_set_baseline, METH_VARARGS, NULL},
     {"set_location", (PyCFunction)scope_set_location, METH_VARARGS, NULL},
     {"begin", (PyCFunction)scope_begin, METH_NOARGS, NULL},
     {"end", (PyCFunction)scope_end, METH_NOARGS, NULL},

@@ -271,7 +271,7 @@ class scope:
         self._kind = "with"
         self._rerun = None          # set by the decorator: run the call again
         self._location = None       # set by the decorator: the function
-        self._refs = None           # (tolerance, offset, own refcount)
+        self._refs = None           # [offset, own refcount]
         self._threads = 0           # the process's threads at __enter__
         self.leaked: Optional[bool] = None
         self.leaking: list[str] = []
@@ -304,7 +304,7 @@ class scope:
         core = self._prepare()
         self._core = core
         if self._refs is not None:
-            self._refs[2] = sys.getrefcount(self)
+            self._refs[1] = sys.getrefcount(self)
         core.begin()
         return self
 
@@ -321,7 +321,7 @@ class scope:
         self._refs = None
         if self._mask & _REFS_BIT & _core.probes_available():
             offset = (0, 0) if _calibrating else _refs_offset(self._kind)
-            self._refs = [self._tolerance.get("refs", 0), offset, 0]
+            self._refs = [offset, 0]
         return core
 
     def _exit(self, exc_type, exc, tb):
@@ -336,14 +336,15 @@ class scope:
         if self._refs is not None:
             # References to this scope object made since __enter__ (the
             # `as` target) are the measurement's own: they count in refs.
-            self._refs[2] = sys.getrefcount(self) - self._refs[2]
-            core.set_tolerance(_REFS, max(0, self._refs[0] + self._correction()))
+            self._refs[1] = sys.getrefcount(self) - self._refs[1]
+            if not _calibrating:
+                core.set_baseline(_REFS, self._correction())
         core.end()
         self._judge(core)
         return False
 
     def _correction(self):
-        tolerance, (refs, own), grown = self._refs
+        (refs, own), grown = self._refs
         return refs + grown - own
 
     def _judge(self, core):
@@ -352,11 +353,8 @@ class scope:
         self.deltas = {name: core.delta(index_of(name)) for name in compared}
         self.leaking = names_of(core.leaking())
         tolerance = {name: core.tolerance(index_of(name)) for name in compared}
-        if self._refs is not None and "refs" in self.deltas:
-            if _calibrating:
-                _calibration[:] = [self.deltas["refs"], self._refs[2]]
-            self.deltas["refs"] -= self._correction()
-            tolerance["refs"] = self._refs[0]
+        if _calibrating and "refs" in self.deltas:
+            _calibration[:] = [self.deltas["refs"], self._refs[1]]
         diagnosis = None
         if self.leaked:
             if self._rerun is not None:

@@ -163,6 +163,12 @@ void lc_scope_free(lc_scope *scope);
 
 int lc_scope_set_probes(lc_scope *scope, unsigned probes);
 int lc_scope_set_tolerance(lc_scope *scope, int probe, int64_t tolerance);
+/* Growth of `probe` that the measurement itself makes between the two
+ * snapshots (a binding's own references, say), positive or negative: it is
+ * subtracted from the delta before the delta is judged, returned by
+ * lc_scope_delta() and reported.  0 unless set; may be set until
+ * lc_scope_end(). */
+int lc_scope_set_baseline(lc_scope *scope, int probe, int64_t baseline);
 /* Where the scope ends in the source, for its report (file is not copied). */
 void lc_scope_set_location(lc_scope *scope, const char *file, int line);
 

@@ -16,6 +16,7 @@ struct lc_scope {
     int line;
     unsigned wanted;                    /* probes asked for                */
     int64_t tolerance[LC_PROBE_COUNT];
+    int64_t baseline[LC_PROBE_COUNT];   /* the measurement's own growth    */
     int state;                          /* SCOPE_*                         */
     int status;                         /* first error of open/begin/end   */
     const char *open_file;              /* LEAK_SCOPE_BEGIN_WITH's place,  */
@@ -76,6 +77,27 @@ lc_scope_set_tolerance(lc_scope *s, int probe, int64_t tolerance)
     return LC_OK;
 }
 
+int
+lc_scope_set_baseline(lc_scope *s, int probe, int64_t baseline)
+{
+    if (probe < 0 || probe >= LC_PROBE_COUNT)
+        return LC_ENOPROBE;
+    if (s == NULL)
+        return LC_EINVAL;
+    if (s->state == SCOPE_ENDED)
+        return LC_ESTATE;
+    s->baseline[probe] = baseline;
+    return LC_OK;
+}
+
+/* The growth judged and reported: the readings' difference less what the
+ * measurement itself made. */
+static int64_t
+grown(const lc_scope *s, int p)
+{
+    return s->after.values[p] - s->before.values[p] - s->baseline[p];
+}
+
 void
 lc_scope_set_location(lc_scope *s, const char *file, int line)
 {
@@ -118,8 +140,7 @@ lc_scope_end(lc_scope *s)
     s->leaking = 0;
     for (p = 0; p < LC_PROBE_COUNT; p++) {
         unsigned bit = LC_PROBE_BIT(p);
-        if ((s->compared & bit) &&
-            s->after.values[p] - s->before.values[p] > s->tolerance[p])
+        if ((s->compared & bit) && grown(s, p) > s->tolerance[p])
             s->leaking |= bit;
     }
     s->state = SCOPE_ENDED;
@@ -159,7 +180,7 @@ lc_scope_delta(const lc_scope *s, int probe, int64_t *delta)
         return LC_ESTATE;
     if (!(s->compared & LC_PROBE_BIT(probe)))
         return LC_EUNAVAIL;
-    *delta = s->after.values[probe] - s->before.values[probe];
+    *delta = grown(s, probe);
     return LC_OK;
 }
 
@@ -194,18 +215,15 @@ lc_scope_report(const lc_scope *s, char *buf, size_t size)
         if (s->leaking & LC_PROBE_BIT(p))
             lc__buf_printf(&b, "  %-12s grew by %+lld %s (tolerance %lld)\n",
                            lc__probes[p].name,
-                           (long long)(s->after.values[p] -
-                                       s->before.values[p]),
-                           lc__probes[p].unit, (long long)s->tolerance[p]);
+                           (long long)grown(s, p), lc__probes[p].unit,
+                           (long long)s->tolerance[p]);
     }
     for (p = 0; p < LC_PROBE_COUNT; p++) {
         unsigned bit = LC_PROBE_BIT(p);
         if ((s->compared & bit) && !(s->leaking & bit)) {
             lc__buf_printf(&b, "%s %s %+lld", first ? "  within tolerance:"
                                                     : ",",
-                           lc__probes[p].name,
-                           (long long)(s->after.values[p] -
-                                       s->before.values[p]));
+                           lc__probes[p].name, (long long)grown(s, p));
             first = 0;
         }
     }

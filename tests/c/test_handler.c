@@ -662,6 +662,35 @@ test_tolerances(void)
     close(a);
     close(b);
 
+    /* A baseline is the measurement's own growth: subtracted before the
+     * verdict, in the delta and in the report, either sign. */
+    s = lc_scope_new("own_fd");
+    lc_scope_set_probes(s, LC_PROBE_BIT(LC_PROBE_FDS));
+    lc_scope_begin(s);
+    a = open_null();
+    expect(lc_scope_set_baseline(s, LC_PROBE_FDS, 1) == LC_OK,
+           "a baseline may be set while the scope is open");
+    lc_scope_end(s);
+    d = -1;
+    lc_scope_delta(s, LC_PROBE_FDS, &d);
+    expect(lc_scope_leaked(s) == 0 && d == 0,
+           "fds +1 with baseline 1: clean, delta 0 (%lld)", (long long)d);
+    expect(lc_scope_set_baseline(s, LC_PROBE_FDS, 0) == LC_ESTATE &&
+           lc_scope_set_baseline(s, LC_PROBE_COUNT, 0) == LC_ENOPROBE,
+           "no baseline after the end, nor for a probe that does not exist");
+    lc_scope_free(s);
+    close(a);
+
+    s = lc_scope_new("borrowed");
+    lc_scope_set_probes(s, LC_PROBE_BIT(LC_PROBE_FDS));
+    lc_scope_set_baseline(s, LC_PROBE_FDS, -2);
+    lc_scope_begin(s);
+    lc_scope_end(s);
+    lc_scope_report(s, buf, sizeof buf);
+    expect(lc_scope_leaked(s) == 1 && contains(buf, "grew by +2 fds"),
+           "nothing opened with baseline -2: a leak of +2: %s", flat(buf));
+    lc_scope_free(s);
+
     /* native_bytes: 64 KiB under a tolerance of 1 MiB. */
     s = lc_scope_new("big");
     lc_scope_set_tolerance(s, LC_PROBE_NATIVE_BYTES, 1 << 20);
