@@ -721,6 +721,12 @@ def _location(item):
 def _hunt(item, nextitem, state):
     """Runs the reported run and the series; returns the reports to log,
     the one that carries the verdict holding it as `.leakcheck`."""
+    # First: what is made for this test must die unfrozen, where its death
+    # is counted.  The series replaces dicts of its own while it runs (an
+    # empty dict is tracked by the collector on CPython 3.14+): frozen,
+    # their deaths would go uncounted while their successors count, and
+    # the reported run would read one object more after each freeze.
+    state.freezer.begin(item.config)
     try:
         settings = settingsmod.for_item(item, state.settings.defaults)
         series = leakcheck.Series(
@@ -736,9 +742,6 @@ def _hunt(item, nextitem, state):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
                                        location=item.location)
     runs = perrun.Runs(item)
-    # Before the runner: what it makes for the reported run must die
-    # unfrozen, where its death is counted.
-    state.freezer.begin(item.config)
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
