@@ -81,9 +81,26 @@ def test_tolerance_sets_the_threshold_one_above(leaky):
         leaky.leak_pymem(64)
         leaky.leak_pymem(64)
 
-    series, _ = run_series(two_blocks, repeat=3, probes="blocks",
-                           tolerance=2)
-    assert series.thresholds == {"blocks": 3} and not series.leaked
+    calls = [0]                 # a small int: counting allocates nothing
+
+    def two_blocks_every_second_call():
+        calls[0] += 1
+        if calls[0] % 2:
+            two_blocks()
+
+    # Threshold 3: the total rises to a new high by 3 once in four runs
+    # (2, 2, 4, 4, 6, 6, 8): the probe dies within the window.  Not the
+    # same two blocks every run: their total rises by 3 every second run,
+    # a leak under any threshold once the series goes past its warm-up.
+    series, _ = run_series(two_blocks_every_second_call, repeat=3,
+                           probes="blocks", tolerance=2)
+    assert series.thresholds == {"blocks": 3}
+    assert not series.leaked, series.report()
+    # Threshold 2: every second run raises it, a leak.
+    calls[0] = 0
+    series, _ = run_series(two_blocks_every_second_call, repeat=3,
+                           probes="blocks", tolerance=1)
+    assert series.thresholds == {"blocks": 2} and series.leaked
     series, _ = run_series(two_blocks, repeat=3, probes="blocks",
                            tolerance={"blocks": 1})
     assert series.thresholds == {"blocks": 2} and series.leaked
