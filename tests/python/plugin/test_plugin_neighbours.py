@@ -172,12 +172,20 @@ def test_randomly_takes_the_fast_path(pytester, read_report):
         *args, "--leaks", "--leaks-report=r.json")
     result.assert_outcomes(passed=2)
     assert (pytester.path / "drawn.log").read_text() == plain
-    runs = [r["test_runs"] for r in read_report()[1].values()]
+    recs = list(read_report()[1].values())
+    runs = [r["test_runs"] for r in recs]
     pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--leaks",
         "--leaks-report=r.json").assert_outcomes(passed=2)
     assert runs == [r["test_runs"] for r in read_report()[1].values()]
-    assert runs[-1] == 1
+    # The last test ran its warm-up and measured runs and no more (no run
+    # to tear the module down): once, where the reported run is read as
+    # the measured run (release builds from 3.11: test_plugin_once.py).
+    last = recs[-1]
+    assert last["test_runs"] == \
+        last["warmup"] + last["runs"] - last["warmup_measured"], last
+    if sys.version_info >= (3, 11) and not hasattr(sys, "gettotalrefcount"):
+        assert runs[-1] == 1
 
 
 BAD_MARKER = '''
