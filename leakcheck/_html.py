@@ -24,7 +24,7 @@ import datetime
 import os
 import sys
 
-from .gate import EXIT_UNUSABLE, UnusableInput, load_report
+from .gate import EXIT_UNUSABLE, Test, UnusableInput, load_report
 
 RUN_GAP = datetime.timedelta(hours=6)
 
@@ -45,7 +45,9 @@ SECTION_TITLES = {
     "text": "Diagnosis",
 }
 _META_KEYS = ("leaking", "runs", "capture")
-_VERDICT_RANK = {"leak": 3, "error": 2, "clean": 1, "skipped": 0}
+# A test's verdict over a night's reports, as the gate merges them (the
+# first of Test.ORDER it has wins).
+_VERDICT_RANK = {v: len(Test.ORDER) - i for i, v in enumerate(Test.ORDER)}
 
 # Plot geometry, in SVG user units (CSS pixels).
 _PLOT_W, _PLOT_H = 230, 92
@@ -97,8 +99,8 @@ def _report_label(path, report):
 
 
 def _merged_verdicts(run):
-    """{test id: verdict} over a run's reports: a leak anywhere is a leak,
-    then error, clean, skipped."""
+    """{test id: verdict} over a run's reports, merged as the gate merges
+    them: a leak anywhere is a leak, then crashed, error, clean, skipped."""
     verdicts = {}
     for _, report in run:
         for rec in report["tests"]:

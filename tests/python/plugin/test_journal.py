@@ -89,6 +89,12 @@ def test_a_run_that_dies_loses_nothing(pytester, death):
     result = gate_cli(pytester, "r.json.journal", "--allow-partial",
                       "--baseline", "r.json")
     assert result.ret == 0
+    # The page of the report a crash leaves counts the crashed test.
+    result = pytester.run(sys.executable, "-m", "leakcheck", "html",
+                          "r.json", "-o", "page.html")
+    assert result.ret == 0, result.stderr.str()
+    page = (pytester.path / "page.html").read_text()
+    assert "<b>1</b> crashed" in page and "<b>1</b> leak" in page
 
 
 NEXT_RUN = '''
