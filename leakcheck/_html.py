@@ -21,10 +21,9 @@ file is exit 2 with one line naming it.
 
 import argparse
 import datetime
-import os
 import sys
 
-from .gate import EXIT_UNUSABLE, Test, UnusableInput, load_report
+from .gate import EXIT_UNUSABLE, Test, UnusableInput, load_report, write_text
 
 RUN_GAP = datetime.timedelta(hours=6)
 
@@ -507,10 +506,8 @@ def run(args, out=None, err=None):
         reports = [(path, load_report(path)) for path in args.reports]
         text = render(reports, args.title)
         try:
-            directory = os.path.dirname(os.path.abspath(args.output))
-            os.makedirs(directory, exist_ok=True)
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            # Whole or not at all: a page killed while written is no page.
+            write_text(args.output, text)
         except OSError as e:
             raise UnusableInput(f"cannot write {args.output}: "
                                 f"{e.strerror or e}")

@@ -278,7 +278,18 @@ def write_json(path: Union[str, "os.PathLike[str]"],
 
 def write_text(path, text):
     """Writes `text` to `path` atomically (a temporary file beside it,
-    renamed over it), its folder made if missing.  Raises OSError."""
+    renamed over it), its folder made if missing.  A path that names
+    something other than a regular file (a device, a pipe, a terminal:
+    /dev/stdout, /dev/full) is written in place, never replaced by a file.
+    Raises OSError."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",

@@ -6,6 +6,7 @@ naming where it came from."""
 
 import json
 import os
+import stat
 import sys
 
 import pytest
@@ -272,3 +273,16 @@ def test_huge_ini_count(pytester, clean_source):
             # an integer from pytest 9 on (the int type), a string before
             value=int(HUGE) if settings.installed_pytest() >= (9, 0)
             else HUGE))]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_baseline_on_a_device_is_written_there_not_replaced(pytester):
+    """--write-baseline /dev/full: exit 2 naming it, and /dev/full stays a
+    device (as root, a rename over it made it a file)."""
+    pytester.makepyfile(test_uni=UNICODE)
+    pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result = gate_cli(pytester, "r.json", "--write-baseline", "/dev/full")
+    assert result.ret == 2
+    assert errors(result) == ["leakcheck gate: error: cannot write baseline "
+                              "/dev/full: No space left on device"]
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

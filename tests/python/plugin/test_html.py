@@ -4,7 +4,9 @@ checked in the DOM it built; escaping; unusable input."""
 
 import html.parser
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -240,3 +242,23 @@ def test_unwritable_output_exits_2(pytester):
     assert len(result.errlines) == 1
     result.stderr.fnmatch_lines(["leakcheck html: error: cannot write "
                                  "file/out.html: *"])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_device_is_written_in_place_never_replaced(pytester):
+    """-o names a device: written there (a full one is an error), never
+    replaced by a file, even as root; a regular file is replaced whole."""
+    path, _ = shard(pytester, "shard_two", SHARD_2)
+    result = run_cli(pytester, "html", str(path), "-o", "/dev/full")
+    assert result.ret == 2
+    result.stderr.fnmatch_lines(["leakcheck html: error: cannot write "
+                                 "/dev/full: No space left on device"])
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    result = run_cli(pytester, "html", str(path), "-o", "/dev/null")
+    assert result.ret == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    page = pytester.path / "page.html"
+    page.write_text("old")
+    assert run_cli(pytester, "html", str(path), "-o", str(page)).ret == 0
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in pytester.path.iterdir()
+            if p.name.startswith(".leakcheck-")] == []
