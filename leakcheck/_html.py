@@ -507,7 +507,7 @@ def run(args, out=None, err=None):
         text = render(reports, args.title)
         try:
             # Whole or not at all: a page killed while written is no page.
-            write_text(args.output, text)
+            write_text(args.output, text, errors="backslashreplace")
         except OSError as e:
             raise UnusableInput(f"cannot write {args.output}: "
                                 f"{e.strerror or e}")

@@ -119,12 +119,52 @@ def _check_tests(data, path, what):
             raise UnusableInput(
                 f"{what} {path}: tests[{i}] ({t['id']!r}) has a \"leaking\" "
                 f"that is not a list of probe names")
+        problem = _odd_field(t)
+        if problem:
+            raise UnusableInput(
+                f"{what} {path}: tests[{i}] ({t['id']!r}) {problem}")
     reasons = data.get("partial_reasons", [])
     if not isinstance(reasons, list) or not all(
             isinstance(r, str) for r in reasons):
         raise UnusableInput(f"{what} {path}: \"partial_reasons\" is not a "
                             f"list of strings")
+    for key in _OBJECTS:
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise UnusableInput(f"{what} {path}: \"{key}\" is not an object")
     return tests
+
+
+# Report fields the commands read, by the shape they must have when
+# present (null stands for absent).
+_OBJECTS = ("environment", "settings", "probes", "summary")
+_TEST_INTS = ("runs", "test_runs", "warmup", "repeat", "line")
+_INT64 = 1 << 63                        # the engine's readings are int64
+
+
+def _is_int(value):
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and -_INT64 <= value < _INT64)
+
+
+def _odd_field(t):
+    """What is wrong with a test entry's optional fields, or None."""
+    for key in _TEST_INTS:
+        if t.get(key) is not None and not _is_int(t[key]):
+            return f"has a \"{key}\" that is not an integer"
+    if t.get("diagnosis") is not None and not isinstance(t["diagnosis"], dict):
+        return "has a \"diagnosis\" that is not an object"
+    deltas = t.get("deltas")
+    if deltas is not None and not (isinstance(deltas, dict) and all(
+            isinstance(v, list) and all(_is_int(d) for d in v)
+            for v in deltas.values())):
+        return "has \"deltas\" that are not lists of integers by probe"
+    thresholds = t.get("thresholds")
+    if thresholds is not None and not (isinstance(thresholds, dict) and all(
+            _is_int(v) for v in thresholds.values())):
+        return "has \"thresholds\" that are not integers by probe"
+    if t.get("file") is not None and not isinstance(t["file"], str):
+        return "has a \"file\" that is not a string"
+    return None
 
 
 def _read_document(path, what):
@@ -276,18 +316,19 @@ def write_json(path: Union[str, "os.PathLike[str]"],
     write_text(path, render(data))
 
 
-def write_text(path, text):
+def write_text(path, text, errors="strict"):
     """Writes `text` to `path` atomically (a temporary file beside it,
     renamed over it), its folder made if missing.  A path that names
     something other than a regular file (a device, a pipe, a terminal:
     /dev/stdout, /dev/full) is written in place, never replaced by a file.
-    Raises OSError."""
+    `errors` is the UTF-8 encoder's (an HTML page escapes a lone surrogate
+    with "backslashreplace").  Raises OSError."""
     try:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         regular = True
     if not regular:
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", errors=errors) as f:
             f.write(text)
         return
     directory = os.path.dirname(os.path.abspath(path))
@@ -298,7 +339,7 @@ def write_text(path, text):
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)   # as open() would, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
