@@ -329,6 +329,9 @@ class scope:
         # object that outlives the call: no closure, no comprehension, no
         # int that is not cached.
         core = self._core
+        if core is None:
+            raise RuntimeError("leakcheck.scope is not active: __exit__ "
+                               "without __enter__")
         self._core = None
         if exc_type is not None:
             return False

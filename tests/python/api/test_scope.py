@@ -129,6 +129,18 @@ def test_a_scope_cannot_be_entered_twice_at_once():
         pass
 
 
+def test_exit_without_enter_says_so():
+    s = leakcheck.scope(probes=["fds"])
+    for exc in (None, KeyError):
+        with pytest.raises(RuntimeError, match="^leakcheck.scope is not "
+                           "active: __exit__ without __enter__$"):
+            s.__exit__(exc, None, None)
+    with s:
+        pass
+    with pytest.raises(RuntimeError, match="not active"):
+        s.__exit__(None, None, None)            # twice
+
+
 def test_nested_scopes_judge_their_own_spans(leaky):
     leaky.clean_pymem(64)
     with pytest.raises(leakcheck.LeakError):
