@@ -190,17 +190,24 @@ def read(path):
                                 f"JSON object")
         events.append(event)
     header = events[0]
-    if header.get("schema") != JOURNAL_SCHEMA or not isinstance(
-            header.get("report"), dict):
+    if header.get("schema") != JOURNAL_SCHEMA:
         raise UnusableInput(f"journal {path} has schema "
                             f"{header.get('schema')!r}, expected "
                             f"{JOURNAL_SCHEMA!r}")
+    if not isinstance(header.get("report"), dict):
+        raise UnusableInput(f"journal {path}, line 1, has no \"report\" "
+                            f"object")
     records, running, reasons, done = {}, {}, [], False
     for n, event in enumerate(events[1:], 2):
         if isinstance(event.get("start"), str):
             running[event["start"]] = event
         elif isinstance(event.get("record"), dict) and isinstance(
                 event["record"].get("id"), str):
+            if event["record"].get("verdict") not in VERDICTS:
+                raise UnusableInput(
+                    f"journal {path}, line {n}, has verdict "
+                    f"{event['record'].get('verdict')!r}, not one of "
+                    f"{', '.join(VERDICTS)}")
             records[event["record"]["id"]] = event["record"]
         elif isinstance(event.get("finish"), str):
             running.pop(event["finish"], None)

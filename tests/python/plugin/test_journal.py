@@ -207,6 +207,26 @@ def test_a_bad_journal_is_unusable_input(pytester):
                                  "r.json.journal has schema 'other', *"])
 
 
+@pytest.mark.parametrize("lines, error", [
+    (['{"schema": "leakcheck-journal/1", "report": []}'],
+     'journal {path}, line 1, has no "report" object'),
+    (['{"schema": "leakcheck-journal/1", "report": {}}',
+      '{"record": {"id": "t.py::test_a", "verdict": "maybe"}}'],
+     "journal {path}, line 2, has verdict 'maybe', not one of "
+     + ", ".join(journal.VERDICTS)),
+    (['{"schema": "leakcheck-journal/1", "report": {}}',
+      '{"record": {"id": "t.py::test_a"}}'],
+     "journal {path}, line 2, has verdict None, not one of "
+     + ", ".join(journal.VERDICTS)),
+])
+def test_a_journal_of_the_wrong_shape_says_what(tmp_path, lines, error):
+    path = tmp_path / "r.json.journal"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(gate.UnusableInput) as e:
+        gate.load_report(str(tmp_path / "r.json"))
+    assert str(e.value) == error.format(path=path)
+
+
 SIGNALLED = '''
 import os
 import signal
