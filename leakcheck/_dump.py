@@ -46,7 +46,7 @@ from ._chain import edge, find_chains
 from ._evidence import PACKAGE_DIR, TOP
 from ._evidence.frames import ignored
 from ._evidence.objects import origin, type_name
-from .gate import write_text
+from .gate import UnusableInput, printable, read_text, write_text
 
 if TYPE_CHECKING:
     from ._diagnose import Diagnosis
@@ -319,12 +319,10 @@ def load_dump(path: PathLike) -> Dict[str, Any]:
     DumpError (a ValueError) with a one-line reason when `path` cannot be
     read or is not a dump of a known version."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise DumpError(f"cannot read dump {path}: {e.strerror or e}")
-    except UnicodeDecodeError:
-        raise DumpError(f"dump {path} is not UTF-8 text")
+        # A FIFO or a device is refused without waiting for a writer.
+        lines = read_text(path, "dump").splitlines()
+    except UnusableInput as e:
+        raise DumpError(str(e)) from None
     if not lines:
         raise DumpError(f"dump {path} is empty")
     rows = []
@@ -334,17 +332,22 @@ def load_dump(path: PathLike) -> Dict[str, Any]:
         except ValueError as e:
             raise DumpError(f"dump {path}: line {n} is not valid JSON "
                             f"(a truncated file?): {e}")
+        except RecursionError:
+            raise DumpError(f"dump {path}: line {n} nests too deeply to "
+                            f"read")
         if not isinstance(rows[-1], dict):
             raise DumpError(f"dump {path}: line {n} is not a JSON object")
     header = rows[0]
     if header.get("schema") != SCHEMA:
         raise DumpError(f"dump {path} has schema {header.get('schema')!r}, "
                         f"expected {SCHEMA!r}")
+    problem = _odd_header(header)
+    if problem:
+        raise DumpError(f"dump {path}: line 1 {problem}")
     objects = rows[1:]
     for n, entry in enumerate(objects, 2):
         size = entry.get("size")
-        if not isinstance(entry.get("type"), str) or not isinstance(
-                size, int) or isinstance(size, bool):
+        if not isinstance(entry.get("type"), str) or not _is_size(size):
             raise DumpError(f"dump {path}: line {n} has no string \"type\" "
                             f"and integer \"size\"")
     if isinstance(header.get("objects"), int) and \
@@ -355,6 +358,27 @@ def load_dump(path: PathLike) -> Dict[str, Any]:
     data = dict(header)
     data["objects"] = objects
     return data
+
+
+def _is_size(value):
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and 0 <= value < 1 << 63)
+
+
+def _odd_header(header):
+    """What is wrong with the header fields summary() reads, or None."""
+    leaking = header.get("leaking")
+    if leaking is not None and not (isinstance(leaking, list) and all(
+            isinstance(p, str) for p in leaking)):
+        return "has a \"leaking\" that is not a list of probe names"
+    deltas = header.get("deltas")
+    if deltas is not None and not (isinstance(deltas, dict) and all(
+            isinstance(v, list) and all(isinstance(d, int) for d in v)
+            for v in deltas.values())):
+        return "has \"deltas\" that are not lists of integers by probe"
+    if header.get("objects") is not None and not _is_size(header["objects"]):
+        return "has an \"objects\" count that is not an integer"
+    return None
 
 
 # ---- the summary ----------------------------------------------------------
@@ -453,8 +477,8 @@ def add_arguments(p):
 
 def run(args, out=None, err=None):
     """Prints the summary; returns 0, or 2 when the dump is unusable."""
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
+    out = printable(sys.stdout if out is None else out)
+    err = printable(sys.stderr if err is None else err)
     try:
         dump = load_dump(args.dump)
     except DumpError as e:

@@ -473,7 +473,7 @@ def github_annotation(test, title, message, rootdir=None):
     return f"::error {','.join(props)}::{_escape(message)}"
 
 
-def _printable(stream):
+def printable(stream):
     """`stream`, set to write what its encoding cannot (a lone surrogate, a
     non-ASCII id on an ASCII terminal) as escapes rather than fail."""
     reconfigure = getattr(stream, "reconfigure", None)
@@ -539,8 +539,8 @@ def main(argv=None, out=None, err=None):
 
 def run(args, out=None, err=None):
     """The gate over parsed arguments; returns the exit status."""
-    out = _printable(sys.stdout if out is None else out)
-    err = _printable(sys.stderr if err is None else err)
+    out = printable(sys.stdout if out is None else out)
+    err = printable(sys.stderr if err is None else err)
     lines = []
     try:
         reports = [(path, load_report(path)) for path in args.reports]

@@ -3,6 +3,7 @@ by leakcheck.load_dump and summarised by ``python -m leakcheck show``;
 under pytest-xdist; a folder that cannot be written; unusable dumps."""
 
 import json
+import os
 import sys
 
 import pytest
@@ -208,10 +209,28 @@ def test_a_folder_that_cannot_be_written_is_a_usage_error(pytester, ini):
      "dump {path} has schema 'leakcheck-report/1', expected "
      "'leakcheck-dump/1'"),
     ("[1, 2]", "dump {path}: line 1 is not a JSON object"),
+    ("[" * 100000 + "]" * 100000,
+     "dump {path}: line 1 nests too deeply to read"),
+    ('{"schema": "leakcheck-dump/1", "deltas": [1]}',
+     'dump {path}: line 1 has "deltas" that are not lists of integers by '
+     'probe'),
+    ('{"schema": "leakcheck-dump/1", "leaking": [["blocks"]]}',
+     'dump {path}: line 1 has a "leaking" that is not a list of probe '
+     'names'),
+    ('{"schema": "leakcheck-dump/1", "objects": 5.5}',
+     'dump {path}: line 1 has an "objects" count that is not an integer'),
+    ('{"schema": "leakcheck-dump/1", "objects": 1}\n'
+     '{"type": "list", "size": 1' + "0" * 400 + '}\n',
+     'dump {path}: line 2 has no string "type" and integer "size"'),
+    ("FIFO", "dump {path} is not a regular file"),
 ])
 def test_show_on_unusable_input_exits_2(pytester, content, reason):
+    """Each a line and exit 2, never a traceback, and never a wait (a FIFO
+    with no writer, /dev/zero: show hung on both)."""
     path = pytester.path / "bad.leaks.jsonl"
-    if content is not None:
+    if content == "FIFO":
+        os.mkfifo(path)
+    elif content is not None:
         path.write_text(content)
     result = run_cli(pytester, "show", str(path))
     assert result.ret == 2
@@ -268,3 +287,16 @@ def test_a_report_and_its_format_are_json(tmp_path):
     data = leakcheck.load_dump(str(tmp_path / "d.leaks.jsonl"))
     assert data["objects"] == [] and data["test"] == "t"
     assert "no surviving objects listed" in "\n".join(_dump.summary(data))
+
+
+def test_show_names_a_device_and_prints_any_type_name(pytester):
+    result = run_cli(pytester, "show", "/dev/zero")
+    assert result.ret == 2
+    result.stderr.fnmatch_lines(["leakcheck show: error: dump /dev/zero is "
+                                 "not a regular file"])
+    path = pytester.path / "lone.leaks.jsonl"
+    path.write_text('{"schema": "leakcheck-dump/1", "objects": 1}\n'
+                    '{"type": "T\\udcff", "size": 56}\n')
+    result = run_cli(pytester, "show", str(path))
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["* T\\udcff"])
