@@ -154,6 +154,9 @@ def test_first_use_caches_are_settled_away(cache):
     (Each alone: several first uses at once add enough new interned names
     and dict entries that a table somewhere may resize, a block that
     stays.)"""
+    if cache == "codecs" and not hasattr(codecs, "unregister"):
+        pytest.skip("3.9's codecs has no unregister(), the one way to clear "
+                    "the interpreter's codec lookup cache")
     fresh = uuid.uuid4().hex
 
     class Fresh:

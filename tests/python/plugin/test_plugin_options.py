@@ -77,8 +77,12 @@ def test_repeat_option_ini_and_precedence(pytester, read_report,
     pytester.runpytest_subprocess("--leaks-report=ini.json")
     pytester.runpytest_subprocess("--leaks-report=cli.json",
                                   "--leaks-repeat=3")
-    assert read_report("ini.json")[1]["test_leaky.py::test_leaky"]["runs"] == 2
-    assert read_report("cli.json")[1]["test_leaky.py::test_leaky"]["runs"] == 3
+    # The runs of a leak every run: `repeat`, or up to the window's twice
+    # that while another probe that grew stays alive (3.9's native_bytes).
+    for report, repeat in (("ini.json", 2), ("cli.json", 3)):
+        rec = read_report(report)[1]["test_leaky.py::test_leaky"]
+        assert rec["repeat"] == repeat, rec
+        assert repeat <= rec["runs"] <= 2 * repeat, rec
 
 
 WARMUP = '''

@@ -61,11 +61,13 @@ def test_report_schema(pytester, read_report):
         for deltas in rec["deltas"].values():
             assert len(deltas) == rec["runs"]
     leak = recs["test_mixed.py::test_leaks"]
-    assert leak["verdict"] == "leak" and leak["runs"] == 3
+    # Three runs, or up to the window's twice that while another probe
+    # that grew stays alive (3.9's native_bytes: +688 +688 0 ...).
+    assert leak["verdict"] == "leak" and 3 <= leak["runs"] <= 6
     assert (leak["file"], leak["line"]) == ("test_mixed.py", 5)
     assert report["environment"]["rootdir"] == str(pytester.path)
     assert "objects" in leak["leaking"]
-    assert leak["deltas"]["objects"] == [1, 1, 1]
+    assert leak["deltas"]["objects"] == [1] * leak["runs"]
     assert leak["thresholds"]["objects"] == 1
     assert leak["diagnosis"]["objects"][0]["type"] == "list"
     assert recs["test_mixed.py::test_clean"]["verdict"] == "clean"
