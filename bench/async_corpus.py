@@ -333,10 +333,14 @@ def main(argv=None):
                         help="stop once this many tests were judged")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("-n", dest="workers", default=None)
+    parser.add_argument("--dist", default=None,
+                        help="pytest-xdist's distribution mode, with -n")
     parser.add_argument("--flavor", action="append", default=None,
                         choices=sorted(_DISABLE))
     args = parser.parse_args(argv)
     extra = ["-n", args.workers] if args.workers else []
+    if args.workers and args.dist:
+        extra += ["--dist", args.dist]
     chosen = {name: value for name, value in flavours().items()
               if args.flavor is None or name in args.flavor}
     tally = {"leak": 0, "clean": 0, "error": 0, "skipped": 0}

@@ -23,7 +23,11 @@ pytestmark = pytest.mark.async_plugins
 def test_a_round_of_the_async_corpus_is_judged_right(workers):
     cmd = [sys.executable, str(CORPUS), "--verdicts", "1"]
     if workers:
-        cmd += ["-n", workers]
+        # Each file on one worker, in its order.  Under --dist load, 1 run
+        # in about 4 on a loaded machine missed a session-loop leak (objects
+        # +3, -3, 0: what another test left was freed in the second run,
+        # offsetting it); not yet understood.
+        cmd += ["-n", workers, "--dist", "loadfile"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " 0 false alarms, 0 misses, 0 errors" in proc.stdout, proc.stdout
