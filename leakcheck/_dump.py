@@ -46,7 +46,7 @@ from ._chain import edge, find_chains
 from ._evidence import PACKAGE_DIR, TOP
 from ._evidence.frames import ignored
 from ._evidence.objects import origin, type_name
-from .gate import UnusableInput, printable, read_text, write_text
+from .gate import UnusableInput, is_int64, printable, read_text, write_text
 
 if TYPE_CHECKING:
     from ._diagnose import Diagnosis
@@ -361,8 +361,7 @@ def load_dump(path: PathLike) -> Dict[str, Any]:
 
 
 def _is_size(value):
-    return (isinstance(value, int) and not isinstance(value, bool)
-            and 0 <= value < 1 << 63)
+    return is_int64(value) and value >= 0
 
 
 def _odd_header(header):
@@ -373,7 +372,7 @@ def _odd_header(header):
         return "has a \"leaking\" that is not a list of probe names"
     deltas = header.get("deltas")
     if deltas is not None and not (isinstance(deltas, dict) and all(
-            isinstance(v, list) and all(isinstance(d, int) for d in v)
+            isinstance(v, list) and all(is_int64(d) for d in v)
             for v in deltas.values())):
         return "has \"deltas\" that are not lists of integers by probe"
     if header.get("objects") is not None and not _is_size(header["objects"]):

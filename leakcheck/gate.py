@@ -141,7 +141,9 @@ _TEST_INTS = ("runs", "test_runs", "warmup", "repeat", "line")
 _INT64 = 1 << 63                        # the engine's readings are int64
 
 
-def _is_int(value):
+def is_int64(value):
+    """Whether `value` is an int the engine could have read (int64), not a
+    bool."""
     return (isinstance(value, int) and not isinstance(value, bool)
             and -_INT64 <= value < _INT64)
 
@@ -149,18 +151,18 @@ def _is_int(value):
 def _odd_field(t):
     """What is wrong with a test entry's optional fields, or None."""
     for key in _TEST_INTS:
-        if t.get(key) is not None and not _is_int(t[key]):
+        if t.get(key) is not None and not is_int64(t[key]):
             return f"has a \"{key}\" that is not an integer"
     if t.get("diagnosis") is not None and not isinstance(t["diagnosis"], dict):
         return "has a \"diagnosis\" that is not an object"
     deltas = t.get("deltas")
     if deltas is not None and not (isinstance(deltas, dict) and all(
-            isinstance(v, list) and all(_is_int(d) for d in v)
+            isinstance(v, list) and all(is_int64(d) for d in v)
             for v in deltas.values())):
         return "has \"deltas\" that are not lists of integers by probe"
     thresholds = t.get("thresholds")
     if thresholds is not None and not (isinstance(thresholds, dict) and all(
-            _is_int(v) for v in thresholds.values())):
+            is_int64(v) for v in thresholds.values())):
         return "has \"thresholds\" that are not integers by probe"
     if t.get("file") is not None and not isinstance(t["file"], str):
         return "has a \"file\" that is not a string"
