@@ -30,8 +30,10 @@
  * zero.
  *
  * Every reader avoids malloc, and the only allocations here happen once,
- * before the first reading.  Not thread-safe: the first reading (and the
- * first lc_probe_get_info) must not race another.
+ * before the first reading.  The choice of a source, memcheck's detection
+ * and the settling each run once under pthread_once, whichever thread asks
+ * first: threads that open their first scopes at the same moment wait for
+ * it, and then read the same source.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -426,21 +428,25 @@ fill_tcache(void)
 
 /* ---- memcheck ------------------------------------------------------------- */
 
-static int on_memcheck = -1;    /* -1: not asked yet                       */
+static int on_memcheck;
+static pthread_once_t memcheck_once = PTHREAD_ONCE_INIT;
+
+static void
+detect_memcheck(void)
+{
+#if defined(LC_HAVE_MEMCHECK_H)
+    if (RUNNING_ON_VALGRIND) {
+        char byte = 0, bits;
+        on_memcheck = VALGRIND_GET_VBITS(&byte, &bits, 1) == 1;
+    }
+#endif
+}
 
 /* memcheck, not another valgrind tool: only memcheck answers GET_VBITS. */
 int
 lc__memcheck(void)
 {
-    if (on_memcheck < 0) {
-        on_memcheck = 0;
-#if defined(LC_HAVE_MEMCHECK_H)
-        if (RUNNING_ON_VALGRIND) {
-            char byte = 0, bits;
-            on_memcheck = VALGRIND_GET_VBITS(&byte, &bits, 1) == 1;
-        }
-#endif
-    }
+    pthread_once(&memcheck_once, detect_memcheck);
     return on_memcheck;
 }
 
@@ -544,8 +550,9 @@ read_mallinfo(const lc__leak_counts *unused)
 
 /* ---- choosing a source, once ---------------------------------------------- */
 
+static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+
 static struct {
-    int known;                  /* 1 once chosen (or found missing)        */
     int64_t (*read)(const lc__leak_counts *); /* NULL: unavailable         */
     const char *doc;            /* what it reads, for lc_probe_get_info    */
     const char *reason;         /* why it is unavailable                   */
@@ -612,7 +619,6 @@ choose_source(void)
 #if defined(LC_HAVE_MEMCHECK_H)
     on_valgrind = RUNNING_ON_VALGRIND != 0;
 #endif
-    heap.known = 1;
     /* Trusted without a self-test, whose two searches would print two
      * leak summaries into the user's log. */
     if (lc__memcheck()) {
@@ -661,16 +667,14 @@ choose_source(void)
 const char *
 lc__heap_unavailable(void)
 {
-    if (!heap.known)
-        choose_source();
+    pthread_once(&heap_once, choose_source);
     return heap.read ? NULL : heap.reason;
 }
 
 const char *
 lc__heap_doc(void)
 {
-    if (!heap.known)
-        choose_source();
+    pthread_once(&heap_once, choose_source);
     return heap.doc;
 }
 
@@ -768,17 +772,20 @@ allocate_buffer(FILE *f)
 #endif
 }
 
-void
-lc__heap_settle(void)
+static void
+settle(void)
 {
-    static int settled;
-
-    if (settled)
-        return;
-    settled = 1;
     warm_threads();
     allocate_buffer(stdout);
     allocate_buffer(stdin);
+}
+
+void
+lc__heap_settle(void)
+{
+    static pthread_once_t settled = PTHREAD_ONCE_INIT;
+
+    pthread_once(&settled, settle);
 }
 
 int

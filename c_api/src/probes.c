@@ -162,15 +162,16 @@ lc__threads_now(void)
 
 /* Whether a /proc folder can be read; once it could, that is remembered
  * (an access() per probe per snapshot cost ~2.5 us each): a reading that
- * fails later is no reading, not a zero. */
+ * fails later is no reading, not a zero.  Threads may ask at once: the
+ * flag is read and set atomically. */
 static int proc_fd_seen, proc_task_seen;
 
 static int
 readable_proc(const char *path, int *seen)
 {
-    if (!*seen && access(path, R_OK) == 0)
-        *seen = 1;
-    return *seen;
+    if (!__atomic_load_n(seen, __ATOMIC_ACQUIRE) && access(path, R_OK) == 0)
+        __atomic_store_n(seen, 1, __ATOMIC_RELEASE);
+    return __atomic_load_n(seen, __ATOMIC_ACQUIRE);
 }
 
 const char *

@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 
 typedef struct lc__pyobject PyObject;     /* opaque: never dereferenced   */
@@ -78,10 +79,8 @@ lc_set_settle(lc_settle_fn fn, void *arg)
 #define LC__SYM(field, name) (*(void **)&api.field = dlsym(RTLD_DEFAULT, name))
 
 static void
-resolve(void)
+resolve_once(void)
 {
-    if (api.resolved)
-        return;
     LC__SYM(IsInitialized, "Py_IsInitialized");
     LC__SYM(GILState_Ensure, "PyGILState_Ensure");
     LC__SYM(GILState_Release, "PyGILState_Release");
@@ -111,6 +110,15 @@ resolve(void)
      * delivered now, before any reading, not inside a measured scope. */
     (void)dlerror();
     api.resolved = 1;
+}
+
+/* Once per process, whichever thread asks first; the others wait. */
+static void
+resolve(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, resolve_once);
 }
 
 static int

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,8 +13,20 @@
 static int thread_settle_ms = 200;
 
 /* Native availability does not change during a process's life, and
- * asking costs system calls: asked once. */
-static unsigned native_known, native_ok;
+ * asking costs system calls: asked once, for every native probe, by the
+ * first thread that needs it. */
+static unsigned native_ok;
+static pthread_once_t native_once = PTHREAD_ONCE_INIT;
+
+static void
+ask_native(void)
+{
+    int p;
+
+    for (p = 0; p < LC_PROBE_COUNT; p++)
+        if (!lc__probes[p].python && lc__native_unavailable(p) == NULL)
+            native_ok |= LC_PROBE_BIT(p);
+}
 
 int
 lc_set_thread_settle_ms(int ms)
@@ -38,11 +51,7 @@ lc__probes_readable(unsigned wanted)
             if (lc__python_unavailable(p) == NULL)
                 mask |= bit;
         } else {
-            if (!(native_known & bit)) {
-                if (lc__native_unavailable(p) == NULL)
-                    native_ok |= bit;
-                native_known |= bit;
-            }
+            pthread_once(&native_once, ask_native);
             mask |= wanted & native_ok & bit;
         }
     }
