@@ -102,6 +102,21 @@ unsigned lc__probes_readable(unsigned wanted);
 int lc__snapshot_settled(lc_snapshot *snap, unsigned mask, unsigned flags,
                          const lc_snapshot *baseline);
 
+/* Memory for the engine's own objects (own.c): zero-filled pages that no
+ * heap the native_bytes probe reads counts; NULL when none is left. */
+void *lc__own_alloc(size_t size);
+void lc__own_free(void *obj);
+
+/* A set of open descriptors (fds.c), taken without malloc: the numbers
+ * below LC__FDSET_MAX, and a count of those above. */
+#define LC__FDSET_MAX 4096
+typedef struct lc__fdset {
+    uint64_t bits[LC__FDSET_MAX / 64];
+    int above;                  /* open descriptors >= LC__FDSET_MAX       */
+    int taken;                  /* 1 when /proc/self/fd was listed         */
+} lc__fdset;
+void lc__fdset_take(lc__fdset *set);
+
 /* Appends printf-style text to a report buffer, snprintf-like. */
 typedef struct lc__buf {
     char *p;        /* destination, may be NULL when size is 0             */
@@ -117,5 +132,10 @@ void lc__buf_printf(lc__buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Lines naming each descriptor open in `after` and not in `before`, with
+ * what /proc/self/fd/N points to now ("    fd 5 -> pipe:[1234]"). */
+void lc__fds_report(lc__buf *b, const lc__fdset *before,
+                    const lc__fdset *after);
 
 #endif /* LC_INTERNAL_H */

@@ -25,21 +25,32 @@ struct lc_scope {
     lc_snapshot before, after;
     unsigned compared;                  /* read at both ends               */
     unsigned leaking;                   /* compared, and grew too much     */
+    lc__fdset fds_before, fds_after;    /* open descriptors at both ends,
+                                         * when fds is read                */
 };
 
+/* What LEAK_SCOPE_BEGIN gives when no scope could be made: LEAK_SCOPE_END
+ * then says "out of memory", not "never begun".  Never begun, never
+ * freed. */
+static lc_scope oom_scope = {.name = (char *)"scope", .status = LC_ENOMEM};
+
+/* A scope and its name live in one mapping of the engine's own (own.c),
+ * not in the heap that native_bytes reads: a scope still open while
+ * another ends is not counted as that one's growth. */
 lc_scope *
 lc_scope_new(const char *name)
 {
-    lc_scope *s = calloc(1, sizeof *s);
+    size_t len;
+    lc_scope *s;
     int p;
 
+    if (name == NULL)
+        name = "scope";
+    len = strlen(name) + 1;
+    s = lc__own_alloc(sizeof *s + len);
     if (s == NULL)
         return NULL;
-    s->name = strdup(name ? name : "scope");
-    if (s->name == NULL) {
-        free(s);
-        return NULL;
-    }
+    s->name = memcpy((char *)(s + 1), name, len);
     s->wanted = LC_PROBES_ALL;
     for (p = 0; p < LC_PROBE_COUNT; p++)
         s->tolerance[p] = lc__probes[p].tolerance;
@@ -49,10 +60,8 @@ lc_scope_new(const char *name)
 void
 lc_scope_free(lc_scope *s)
 {
-    if (s) {
-        free(s->name);
-        free(s);
-    }
+    if (s && s != &oom_scope)
+        lc__own_free(s);
 }
 
 int
@@ -60,6 +69,8 @@ lc_scope_set_probes(lc_scope *s, unsigned probes)
 {
     if (s == NULL || probes == 0 || (probes & ~LC_PROBES_ALL))
         return LC_EINVAL;
+    if (s == &oom_scope)
+        return LC_ENOMEM;
     if (s->state != SCOPE_NEW)
         return LC_ESTATE;
     s->wanted = probes;
@@ -73,6 +84,8 @@ lc_scope_set_tolerance(lc_scope *s, int probe, int64_t tolerance)
         return LC_ENOPROBE;
     if (s == NULL || tolerance < 0)
         return LC_EINVAL;
+    if (s == &oom_scope)
+        return LC_ENOMEM;
     s->tolerance[probe] = tolerance;
     return LC_OK;
 }
@@ -84,6 +97,8 @@ lc_scope_set_baseline(lc_scope *s, int probe, int64_t baseline)
         return LC_ENOPROBE;
     if (s == NULL)
         return LC_EINVAL;
+    if (s == &oom_scope)
+        return LC_ENOMEM;
     if (s->state == SCOPE_ENDED)
         return LC_ESTATE;
     s->baseline[probe] = baseline;
@@ -91,11 +106,18 @@ lc_scope_set_baseline(lc_scope *s, int probe, int64_t baseline)
 }
 
 /* The growth judged and reported: the readings' difference less what the
- * measurement itself made. */
+ * measurement itself made, held within int64_t (a baseline near INT64_MIN
+ * or INT64_MAX saturates rather than wraps). */
 static int64_t
 grown(const lc_scope *s, int p)
 {
-    return s->after.values[p] - s->before.values[p] - s->baseline[p];
+    int64_t d, g;
+
+    if (__builtin_sub_overflow(s->after.values[p], s->before.values[p], &d))
+        d = s->after.values[p] > s->before.values[p] ? INT64_MAX : INT64_MIN;
+    if (__builtin_sub_overflow(d, s->baseline[p], &g))
+        g = d > s->baseline[p] ? INT64_MAX : INT64_MIN;
+    return g;
 }
 
 void
@@ -114,11 +136,15 @@ lc_scope_begin(lc_scope *s)
 
     if (s == NULL)
         return LC_EINVAL;
+    if (s == &oom_scope)
+        return LC_ENOMEM;
     if (s->state != SCOPE_NEW)
         return LC_ESTATE;
     rc = lc_snapshot_take(&s->before, s->wanted, 0);
     if (rc != LC_OK)
         return rc;
+    if (s->before.mask & LC_PROBE_BIT(LC_PROBE_FDS))
+        lc__fdset_take(&s->fds_before);
     s->state = SCOPE_BEGUN;
     return LC_OK;
 }
@@ -136,6 +162,8 @@ lc_scope_end(lc_scope *s)
                               &s->before);
     if (rc != LC_OK)
         return rc;
+    if (s->fds_before.taken)
+        lc__fdset_take(&s->fds_after);
     s->compared = s->before.mask & s->after.mask;
     s->leaking = 0;
     for (p = 0; p < LC_PROBE_COUNT; p++) {
@@ -217,6 +245,8 @@ lc_scope_report(const lc_scope *s, char *buf, size_t size)
                            lc__probes[p].name,
                            (long long)grown(s, p), lc__probes[p].unit,
                            (long long)s->tolerance[p]);
+        if (p == LC_PROBE_FDS && (s->leaking & LC_PROBE_BIT(p)))
+            lc__fds_report(&b, &s->fds_before, &s->fds_after);
     }
     for (p = 0; p < LC_PROBE_COUNT; p++) {
         unsigned bit = LC_PROBE_BIT(p);
@@ -283,7 +313,7 @@ lc_scope_open_with(const char *name, const lc_setting *settings,
     lc_scope *s = lc_scope_new(name);
 
     if (s == NULL)
-        return NULL;
+        return &oom_scope;
     lc_scope_set_location(s, file, line);
     s->status = lc_scope_apply(s, settings, s->refused, sizeof s->refused);
     if (s->status != LC_OK) {
@@ -307,12 +337,19 @@ lc_scope_close(lc_scope *s, const char *file, int line, char *msg,
 {
     int rc, failed;
 
-    if (s == NULL) {
+    if (s == NULL || s == &oom_scope) {
         lc__buf b = {msg, size, 0};
         if (size > 0)
             msg[0] = '\0';
-        lc__buf_printf(&b, "leakcheck: could not open the scope ending at "
-                           "%s:%d: %s\n", file, line, lc_strerror(LC_ENOMEM));
+        if (s == NULL)
+            lc__buf_printf(&b, "leakcheck: LEAK_SCOPE_END at %s:%d: the "
+                               "scope was never begun, or has already "
+                               "ended (each LEAK_SCOPE_BEGIN takes one "
+                               "LEAK_SCOPE_END)\n", file, line);
+        else
+            lc__buf_printf(&b, "leakcheck: could not open the scope ending "
+                               "at %s:%d: %s\n", file, line,
+                           lc_strerror(LC_ENOMEM));
         return 1;
     }
     lc_scope_set_location(s, file, line);

@@ -73,10 +73,14 @@ struct lc_series {
     int warmup_measured;                /* the last warm-up run was read
                                          * as the measured run            */
     int64_t *deltas;                    /* [max_runs][LC_PROBE_COUNT]      */
+    lc__fdset fds_before, fds_after;    /* open descriptors before the
+                                         * measured runs and at the end    */
 };
 
 /* Sizes `deltas` for the longest series the settings allow.  Only before
- * the first step: the engine allocates nothing between two snapshots. */
+ * the first step: the engine allocates nothing between two snapshots.
+ * The series, its name and its deltas live in mappings of the engine's own
+ * (own.c), outside the heap native_bytes reads. */
 static int
 size_rows(lc_series *s)
 {
@@ -85,10 +89,10 @@ size_rows(lc_series *s)
 
     if (rows == s->max_runs)
         return LC_OK;
-    d = calloc((size_t)rows, sizeof(int64_t) * LC_PROBE_COUNT);
+    d = lc__own_alloc((size_t)rows * sizeof(int64_t) * LC_PROBE_COUNT);
     if (d == NULL)
         return LC_ENOMEM;
-    free(s->deltas);
+    lc__own_free(s->deltas);
     s->deltas = d;
     s->max_runs = rows;
     return LC_OK;
@@ -98,15 +102,19 @@ lc_series *
 lc_series_new(const char *name, int warmup, int repeat)
 {
     lc_series *s;
+    size_t len;
     int p;
 
     /* Caps that keep repeat * window + extension an int. */
     if (warmup < 0 || repeat < 1 || repeat > LC__MAX_REPEAT)
         return NULL;
-    s = calloc(1, sizeof *s);
+    if (name == NULL)
+        name = "series";
+    len = strlen(name) + 1;
+    s = lc__own_alloc(sizeof *s + len);
     if (s == NULL)
         return NULL;
-    s->name = strdup(name ? name : "series");
+    s->name = memcpy((char *)(s + 1), name, len);
     s->warmup = warmup;
     s->repeat = repeat;
     s->window = LC__DEFAULT_WINDOW;
@@ -125,9 +133,8 @@ void
 lc_series_free(lc_series *s)
 {
     if (s) {
-        free(s->name);
-        free(s->deltas);
-        free(s);
+        lc__own_free(s->deltas);
+        lc__own_free(s);
     }
 }
 
@@ -339,6 +346,8 @@ lc_series_next(lc_series *s)
         if (rc != LC_OK)
             return rc;
         s->compared = s->alive = s->prev.mask;
+        if (s->prev.mask & LC_PROBE_BIT(LC_PROBE_FDS))
+            lc__fdset_take(&s->fds_before);
         if (!s->thorough && warmup_grew_nothing(s)) {
             s->cur = s->prev;
             s->prev = s->pre;
@@ -371,6 +380,8 @@ lc_series_next(lc_series *s)
         s->calls++;
         return 1;
     }
+    if (s->fds_before.taken)
+        lc__fdset_take(&s->fds_after);
     s->done = 1;
     return 0;
 }
@@ -521,6 +532,8 @@ lc_series_report(const lc_series *s, char *buf, size_t size)
         print_deltas(&b, s, p, 0, main_runs);
         lc__buf_printf(&b, " %s (threshold %lld per run)\n",
                        lc__probes[p].unit, (long long)s->threshold[p]);
+        if (p == LC_PROBE_FDS)
+            lc__fds_report(&b, &s->fds_before, &s->fds_after);
         if (s->runs > main_runs)
             lc__buf_printf(&b, "  %-12s still growing over %d more runs "
                                "(%+lld %s)\n", "",
@@ -565,12 +578,15 @@ lc_series_apply(lc_series *s, const lc_setting *set, char *msg, size_t size)
         switch (set->what) {
         case LC_SET_TOLERANCE:
             /* Growth up to the tolerance is clean: a run leaks from one
-             * unit above it. */
-            rc = set->value < 0 || set->value == INT64_MAX
+             * unit above it.  A tolerance of INT64_MAX tolerates any
+             * growth: its threshold, INT64_MAX, is no delta's. */
+            rc = set->value < 0
                      ? (set->probe < 0 || set->probe >= LC_PROBE_COUNT
                             ? LC_ENOPROBE : LC_EINVAL)
-                     : lc_series_set_threshold(s, set->probe,
-                                               set->value + 1);
+                     : lc_series_set_threshold(
+                           s, set->probe,
+                           set->value == INT64_MAX ? INT64_MAX
+                                                   : set->value + 1);
             why = rc == LC_ENOPROBE ? "no such probe"
                   : rc == LC_ESTATE ? "the series has started"
                                     : "a tolerance is at least 0";
@@ -623,14 +639,20 @@ lc_repeat_step_with(lc_repeat *r, const char *name, int warmup, int repeat,
     if (r->series == NULL) {
         r->series = lc_series_new(name, warmup, repeat);
         if (r->series == NULL) {
-            lc__buf_printf(&b, "leakcheck: LEAK_REPEAT '%s' at %s:%d: %s "
-                               "(warmup %d, repeat %d)\n", name, file, line,
-                           warmup < 0 || repeat < 1 ||
-                                   repeat > LC__MAX_REPEAT
-                               ? "warmup must be >= 0 and repeat from 1 to "
-                                 LC__STR(LC__MAX_REPEAT)
-                               : lc_strerror(LC_ENOMEM),
-                           warmup, repeat);
+            if (warmup < 0)
+                lc__buf_printf(&b, "leakcheck: LEAK_REPEAT '%s' at %s:%d: "
+                                   "warmup is %d; it must be at least 0\n",
+                               name, file, line, warmup);
+            else if (repeat < 1 || repeat > LC__MAX_REPEAT)
+                lc__buf_printf(&b, "leakcheck: LEAK_REPEAT '%s' at %s:%d: "
+                                   "repeat is %d; it must be from 1 to the "
+                                   "maximum, " LC__STR(LC__MAX_REPEAT)
+                                   "\n", name, file, line, repeat);
+            else
+                lc__buf_printf(&b, "leakcheck: LEAK_REPEAT '%s' at %s:%d: "
+                                   "%s (warmup %d, repeat %d)\n", name,
+                               file, line, lc_strerror(LC_ENOMEM), warmup,
+                               repeat);
             r->done = r->failed = 1;
             return 0;
         }
