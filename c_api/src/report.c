@@ -75,10 +75,33 @@ lc__setting_refused(lc__buf *b, const lc_setting *set, const char *why)
     lc__buf_printf(b, " refused: %s", why);
 }
 
+/*
+ * Check's own failure, when the program links Check (libcheck, shared or
+ * static): weak references, so that libleakcheck does not depend on it.
+ * tcase_name() is the name of the test Check last started in this
+ * process, NULL before the first: a failure inside a Check test fails
+ * that test the Check way (a failure with the report as its message; the
+ * forked child exits, or, with CK_FORK=no, Check's runner goes on with
+ * the next test), whichever order check.h and leakcheck.h were included
+ * in.
+ */
+extern void _ck_assert_failed(const char *file, int line, const char *expr,
+                              const char *msg, ...) __attribute__((weak));
+extern const char *tcase_name(void) __attribute__((weak));
+
+static int
+in_check_test(void)
+{
+    return _ck_assert_failed != NULL && tcase_name != NULL &&
+           tcase_name() != NULL;
+}
+
 static void
 default_failure(const char *file, int line, const char *report, void *arg)
 {
     (void)arg;
+    if (in_check_test())
+        _ck_assert_failed(file, line, "Failed", "%s", report);
     fprintf(stderr, "%s:%d: %s", file, line, report);
     fflush(stderr);
     exit(1);
