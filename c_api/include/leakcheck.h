@@ -157,7 +157,10 @@ int lc_snapshot_value(const lc_snapshot *snap, int probe, int64_t *value);
 typedef struct lc_scope lc_scope;
 
 /* A scope over all available probes with their default tolerances.  `name`
- * (may be NULL) is copied and names the scope in reports. */
+ * (may be NULL) is copied and names the scope in reports.  Scopes and
+ * series are not allocated with malloc: a scope or series that is still
+ * open while another scope ends (crossed scopes: BEGIN a, BEGIN b, END a)
+ * is not counted in that scope's native_bytes. */
 lc_scope *lc_scope_new(const char *name);
 void lc_scope_free(lc_scope *scope);
 
@@ -187,7 +190,13 @@ int64_t lc_scope_tolerance(const lc_scope *scope, int probe);
 
 /*
  * Writes the readable report into buf (always NUL-terminated when size > 0)
- * and returns the length it needed, as snprintf does.
+ * and returns the length it needed, as snprintf does.  When fds leaked,
+ * each descriptor open at the end and not at the begin is named under the
+ * fds line, with what /proc/self/fd says it is when the report is
+ * written ("    fd 7 -> pipe:[81234]", a path, socket:[...]): up to 8 of
+ * them, among descriptors 0 to 4095 (the sets are fixed bitmaps, taken
+ * without malloc); more are counted.  A series names those opened since
+ * its first measured run began.
  */
 size_t lc_scope_report(const lc_scope *scope, char *buf, size_t size);
 
@@ -196,7 +205,9 @@ size_t lc_scope_report(const lc_scope *scope, char *buf, size_t size);
 typedef struct lc_series lc_series;
 
 /* warmup >= 0 unmeasured runs, then measured runs until every probe is
- * dead or suspected (`repeat` raises, 1 <= repeat <= 10000): `repeat`
+ * dead or suspected (`repeat` raises, 1 <= repeat <= 10000, the maximum:
+ * a series' deltas are allocated up front for the longest series its
+ * settings allow, never between snapshots): `repeat`
  * runs for a leak in every run, up to repeat * window when it skips runs,
  * plus up to repeat * 8 more for a suspect whose growth dies out.
  * NULL on bad arguments or no memory.  When warmup >= 1, a snapshot is also
@@ -253,8 +264,13 @@ size_t lc_series_report(const lc_series *series, char *buf, size_t size);
 /*
  * Called by the macros, when Check is not in use, after a leak or an error:
  * `report` is the readable report and `file`/`line` where the check ended.
- * The default writes the report to stderr and exits with status 1.  A
- * handler may return: the macro then goes on after the check.
+ * The default, inside a test run by Check (the program links libcheck,
+ * shared or static, and Check has started a test in this process), fails
+ * that test as ck_abort_msg would, with the report as its message; this
+ * is what happens when leakcheck.h is included before check.h.  Elsewhere
+ * it writes the report to stderr and exits with status 1.  A handler may
+ * return: the macro then goes on after the check.  Not thread-safe: set
+ * it before scopes run.
  */
 typedef void (*lc_failure_fn)(const char *file, int line, const char *report,
                               void *arg);
@@ -279,9 +295,22 @@ void lc_fail(const char *file, int line, const char *report);
  * When <check.h> is included before this header, a leak fails the current
  * Check test (ck_abort_msg) at the line of LEAK_SCOPE_END / LEAK_REPEAT
  * with the report as its message; the scope is released first, so this is
- * right with CK_FORK=yes and CK_FORK=no alike.  Otherwise lc_fail() runs.
- * Define LEAKCHECK_NO_CHECK to use lc_fail() with Check too.
+ * right with CK_FORK=yes and CK_FORK=no alike.  Otherwise lc_fail() runs,
+ * whose default handler fails the current Check test the same way when
+ * the program runs one: either include order works.  Define
+ * LEAKCHECK_NO_CHECK to use lc_fail() with Check too.
  * Do not leave a LEAK_REPEAT body with break, goto or return.
+ *
+ * Misuse is told before anything is measured: LEAK_SCOPE_END on a scope
+ * already ended (it sets the variable to NULL) or never begun (NULL) fails
+ * with "the scope was never begun, or has already ended"; a LEAK_REPEAT
+ * warmup below 0 or repeat outside 1 to 10000 fails with a message naming
+ * the argument and the limit, and its body never runs.  "out of memory"
+ * means that the scope or series could not be allocated.
+ *
+ * The first scopes of a process may open in several threads at once: the
+ * engine's set-up (choosing the heap reader, settling) runs once.  A verdict
+ * still counts what every thread does between its snapshots.
  */
 
 #define LC_REPORT_MAX 4096 /* bytes of report a macro keeps                 */
@@ -293,11 +322,13 @@ void lc_fail(const char *file, int line, const char *report);
  * unit on (`threshold`, 1).  Where code under test keeps something on
  * purpose, say so in a list of settings:
  *
- *   LC_TOLERANCE(probe, n)  growth up to n is not a leak (n >= 0).  In a
- *                           series a run then leaks from n + 1 on, as
+ *   LC_TOLERANCE(probe, n)  growth up to n is not a leak (0 <= n <=
+ *                           INT64_MAX).  In a series a run then leaks from
+ *                           n + 1 on (INT64_MAX: never), as
  *                           leakcheck.repeat(tolerance=) decides in Python.
- *   LC_THRESHOLD(probe, n)  a series' threshold (n >= 1): a run leaks when
- *                           its delta is at least n.  Series only.
+ *   LC_THRESHOLD(probe, n)  a series' threshold (1 <= n <= INT64_MAX): a
+ *                           run leaks when its delta is at least n.  Series
+ *                           only.
  *   LC_PROBES(mask)         read only these probes (an LC_PROBE_BIT mask).
  *
  * `probe` is an lc_probe (LC_PROBE_NATIVE_BYTES, ...).  For example:
