@@ -1,0 +1,361 @@
+/*
+ * test_sites.c — the allocating lines in the failure message of a scope or
+ * series: a block leaked through a helper function, through strdup, and
+ * through calloc in a LEAK_REPEAT must fail with a message naming
+ * test_sites.c:LINE and the function of each allocation (the line marked
+ * "site:" below), and nothing else; their clean twins, and code that
+ * allocates from another thread, a signal handler or a forked child while
+ * blocks are recorded, must pass.  Run in both fork modes.
+ *
+ * LC_SITES_EXPECT says what the messages must hold: `lines` (the tracer
+ * preloaded, or a sanitizer build) or `hint` (neither: one line naming
+ * the tracer to preload, by a path that exists).  run-sites.sh runs it.
+ */
+#include <check.h>
+#include <leakcheck.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Kept reachable from non-static globals, so that no malloc is dropped. */
+struct node { struct node *next; char pad[40]; };
+void *lc_test_kept;
+struct node *lc_test_list;
+void *volatile lc_test_sink;
+
+static __attribute__((noinline)) void *
+make_record(size_t size)
+{
+    void *p = malloc(size);                     /* site:make_record */
+
+    if (p != NULL)
+        memset(p, 0x5a, size);
+    return p;
+}
+
+START_TEST(leak_helper)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept = make_record(200);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_helper)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept = make_record(200);
+    free(lc_test_kept);
+    lc_test_kept = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(leak_strdup)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept = strdup("a name kept by mistake"); /* site:leak_strdup_fn */
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(clean_strdup)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept = strdup("a name kept by mistake");
+    free(lc_test_kept);
+    lc_test_kept = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+START_TEST(leak_repeat_calloc)
+{
+    LEAK_REPEAT(r, 1, 3) {
+        struct node *n = calloc(1, sizeof *n); /* site:leak_repeat_calloc_fn */
+        n->next = lc_test_list;
+        lc_test_list = n;
+    }
+}
+END_TEST
+
+START_TEST(clean_repeat_calloc)
+{
+    LEAK_REPEAT(r, 1, 3) {
+        struct node *n = calloc(1, sizeof *n);
+        n->next = lc_test_list;
+        lc_test_list = n;
+        lc_test_list = n->next;
+        free(n);
+    }
+}
+END_TEST
+
+static void *
+free_it(void *p)
+{
+    free(p);
+    return NULL;
+}
+
+/* A block allocated while recording and freed by another thread is gone:
+ * no site, no leak. */
+START_TEST(clean_freed_by_other_thread)
+{
+    pthread_t t;
+
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept = make_record(64);
+    ck_assert_int_eq(pthread_create(&t, NULL, free_it, lc_test_kept), 0);
+    pthread_join(t, NULL);
+    lc_test_kept = NULL;
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+static void
+on_alarm(int sig)
+{
+    (void)sig;
+    /* Not async-signal-safe in general; glibc's malloc copes when the
+     * interrupted code is not inside malloc itself, which is what this
+     * tests for the tracer's own code. */
+    lc_test_sink = NULL;
+}
+
+static void *
+churn(void *arg)
+{
+    int i;
+
+    (void)arg;
+    for (i = 0; i < 20000; i++) {
+        void *p = malloc(16 + (size_t)(i % 512));
+        lc_test_sink = p;
+        free(p);
+    }
+    return NULL;
+}
+
+/* Two threads allocating and freeing while a timer's signal interrupts
+ * them: everything freed, so no site and no leak, and no deadlock. */
+START_TEST(clean_threads_and_signals)
+{
+    struct itimerval every = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
+    pthread_t t;
+
+    signal(SIGALRM, on_alarm);
+    LEAK_SCOPE_BEGIN(s);
+    setitimer(ITIMER_REAL, &every, NULL);
+    ck_assert_int_eq(pthread_create(&t, NULL, churn, NULL), 0);
+    churn(NULL);
+    pthread_join(t, NULL);
+    setitimer(ITIMER_REAL, &off, NULL);
+    LEAK_SCOPE_END(s);
+    signal(SIGALRM, SIG_DFL);
+}
+END_TEST
+
+/* A child forked inside a recording scope allocates and exits; the
+ * parent's scope is clean. */
+START_TEST(clean_fork_inside)
+{
+    pid_t pid;
+    int status = 0;
+
+    LEAK_SCOPE_BEGIN(s);
+    pid = fork();
+    if (pid == 0) {
+        void *p = make_record(100);
+        _exit(p != NULL ? 0 : 3);
+    }
+    ck_assert_int_gt(pid, 0);
+    waitpid(pid, &status, 0);
+    LEAK_SCOPE_END(s);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+static Suite *
+sites_suite(void)
+{
+    const TTest *const tests[] = {
+        leak_helper, clean_helper, leak_strdup, clean_strdup,
+        leak_repeat_calloc, clean_repeat_calloc, clean_freed_by_other_thread,
+        clean_threads_and_signals, clean_fork_inside,
+    };
+    Suite *suite = suite_create("sites");
+    size_t i;
+
+    for (i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        TCase *tc = tcase_create(tests[i]->name);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, tests[i]);
+        suite_add_tcase(suite, tc);
+    }
+    return suite;
+}
+
+/* The line of this file that holds "site:<func> " and the function. */
+static int
+site_line(const char *func)
+{
+    const char *srcdir = getenv("top_srcdir");
+    char path[4096], buf[512], mark[128];
+    FILE *f;
+    int n = 0, found = 0;
+
+    snprintf(path, sizeof path, "%s/tests/c/test_sites.c",
+             srcdir ? srcdir : ".");
+    snprintf(mark, sizeof mark, "site:%s ", func);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(buf, sizeof buf, f) != NULL) {
+        n++;
+        if (strstr(buf, mark) != NULL) {
+            found = n;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int
+count_lines(const char *msg, const char *what)
+{
+    int n = 0;
+
+    while ((msg = strstr(msg, what)) != NULL) {
+        n++;
+        msg += strlen(what);
+    }
+    return n;
+}
+
+/* What a leak's message must say: the site (lines) or the hint. */
+static void
+judge_leak(const char *mode, const char *name, const char *msg,
+           const char *func, long bytes, int blocks, int lines)
+{
+    char want[256];
+    int ok;
+
+    if (!lines) {
+        const char *p = strstr(msg, "allocating lines: run again with "
+                                    "LD_PRELOAD=/");
+        char path[4096];
+        ok = p != NULL &&
+                 sscanf(strchr(p, '=') + 1, "%4095s", path) == 1 &&
+                 strstr(path, "/libleakcheck-trace.so") != NULL &&
+                 access(path, R_OK) == 0;
+        harness_expect(ok, "%s %s: the message names the tracer to preload "
+                       "by a path that exists", mode, name);
+        if (!ok)
+            printf("     | %s\n", msg);
+        return;
+    }
+    snprintf(want, sizeof want, "    test_sites.c:%d %s(): %ld bytes in %d "
+             "block%s\n", site_line(func), func, bytes, blocks,
+             blocks == 1 ? "" : "s");
+    ok = strstr(msg, want) != NULL &&
+         count_lines(msg, "    test_sites.c:") == 1 &&
+         strstr(msg, "more site") == NULL;
+    harness_expect(ok,
+                   "%s %s: the message names the allocating line, and only "
+                   "it: %.*s", mode, name, (int)strcspn(want + 4, "\n"),
+                   want + 4);
+    if (!ok)
+        printf("     | %s\n", msg);
+}
+
+static void
+run_mode(enum fork_status fork_mode, const char *mode, int lines)
+{
+    SRunner *sr = srunner_create(sites_suite());
+    TestResult **results;
+    int n, i;
+
+    srunner_set_fork_status(sr, fork_mode);
+    fflush(stdout);
+    srunner_run_all(sr, CK_SILENT);
+    n = srunner_ntests_run(sr);
+    results = srunner_results(sr);
+    for (i = 0; i < n; i++) {
+        const char *name = tr_tcname(results[i]);
+        const char *msg = tr_msg(results[i]) ? tr_msg(results[i]) : "";
+        int failed = tr_rtype(results[i]) == CK_FAILURE &&
+                     strncmp(msg, "leakcheck:", 10) == 0;
+
+        if (strncmp(name, "clean_", 6) == 0) {
+            harness_expect(tr_rtype(results[i]) == CK_PASS, "%s %s passes",
+                           mode, name);
+            if (tr_rtype(results[i]) != CK_PASS)
+                printf("     | %s\n", msg);
+            continue;
+        }
+        harness_expect(failed, "%s %s fails through leakcheck", mode, name);
+        if (!failed)
+            printf("     | %s\n", msg);
+        else if (strcmp(name, "leak_helper") == 0)
+            judge_leak(mode, name, msg, "make_record", 200, 1, lines);
+        else if (strcmp(name, "leak_strdup") == 0)
+            judge_leak(mode, name, msg, "leak_strdup_fn",
+                       (long)sizeof "a name kept by mistake", 1, lines);
+        else
+            judge_leak(mode, name, msg, "leak_repeat_calloc_fn",
+                       3 * (long)sizeof(struct node), 3, lines);
+    }
+    harness_expect(n == 9, "%s: all 9 tests ran (%d)", mode, n);
+    free(results);
+    srunner_free(sr);
+}
+
+/* A process that ends with a scope still recording ends normally. */
+static void
+expect_open_scope_at_exit(void)
+{
+    int status = -1;
+    pid_t pid;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        LEAK_SCOPE_BEGIN(s);
+        lc_test_kept = make_record(32);
+        (void)s;
+        exit(0);
+    }
+    waitpid(pid, &status, 0);
+    harness_expect(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                   "a process that exits with a scope open exits normally "
+                   "(status %#x)", status);
+}
+
+int
+main(void)
+{
+    const char *expect = getenv("LC_SITES_EXPECT");
+    int lines;
+
+    if (expect == NULL || (strcmp(expect, "lines") != 0 &&
+                           strcmp(expect, "hint") != 0)) {
+        harness_expect(0, "LC_SITES_EXPECT is lines or hint (run through "
+                       "run-sites.sh)");
+        return harness_run(NULL, 0);
+    }
+    lines = strcmp(expect, "lines") == 0;
+    expect_open_scope_at_exit();
+    run_mode(CK_FORK, "CK_FORK", lines);
+    run_mode(CK_NOFORK, "CK_NOFORK", lines);
+    return harness_run(NULL, 0);
+}
