@@ -322,6 +322,12 @@ describe(void *pc, char *buf, size_t size)
         return 1;
     }
     rec.symbolize(pc, "%f() in %m", buf, size);
+    {
+        char *in = strstr(buf, "() in ");
+        char *slash = in ? strrchr(in, '/') : NULL;
+        if (slash != NULL)     /* the object's name, not its path */
+            memmove(in + 6, slash + 1, strlen(slash + 1) + 1);
+    }
     return 0;
 }
 
@@ -372,7 +378,8 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
     if (lc__memcheck() == 1) {
         lc__buf_printf(b, "  allocating lines: in memcheck's loss records, "
                           "printed to valgrind's output at this check's "
-                          "end\n");
+                          "end (blocks still reachable with "
+                          "--show-leak-kinds=all)\n");
         return;
     }
     if (rec.kind == REC_NONE) {
