@@ -195,7 +195,7 @@ lc__sites_release(const void *owner)
     }
 }
 
-/* ---- the report ---------------------------------------------------------- */
+/* ---- the report --------------------------------------------------------- */
 
 typedef struct site {
     void *pc;                   /* the return address in the user's code   */
