@@ -366,7 +366,7 @@ tracer_hint(lc__buf *b)
 void
 lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
 {
-    static tally t;             /* too big for a test's stack under ASan   */
+    tally t;
     Dl_info info;
     size_t i;
     int shown, listed, lines = 0;
@@ -383,7 +383,12 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         return;
     }
     if (rec.kind == REC_NONE) {
-        tracer_hint(b);
+        if (lookup("__sanitizer_get_current_allocated_bytes") != NULL)
+            lc__buf_printf(b, "  allocating lines: this sanitizer's "
+                              "allocator keeps no stacks to read "
+                              "(AddressSanitizer's does)\n");
+        else
+            tracer_hint(b);
         return;
     }
     if (!can_record()) {
