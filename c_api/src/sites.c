@@ -200,6 +200,8 @@ lc__sites_release(const void *owner)
 typedef struct site {
     void *pc;                   /* the return address in the user's code   */
     int64_t bytes, blocks;
+    int line;                   /* `name` holds file:line                  */
+    char name[160];             /* "file.c:LINE function()"                */
 } site;
 
 typedef struct tally {
@@ -331,6 +333,32 @@ describe(void *pc, char *buf, size_t size)
     return 0;
 }
 
+/* Names every site, and merges those that read the same (two calls on
+ * one line). */
+static void
+name_sites(tally *t)
+{
+    int i, j, n = 0;
+
+    for (i = 0; i < t->n; i++)
+        t->kept[i].line = describe(t->kept[i].pc, t->kept[i].name,
+                                   sizeof t->kept[i].name);
+    if (rec.kind == REC_TRACER)
+        rec.describe(NULL, NULL, 0);
+    for (i = 0; i < t->n; i++) {
+        for (j = 0; j < n; j++)
+            if (strcmp(t->kept[j].name, t->kept[i].name) == 0)
+                break;
+        if (j < n) {
+            t->kept[j].bytes += t->kept[i].bytes;
+            t->kept[j].blocks += t->kept[i].blocks;
+        } else {
+            t->kept[n++] = t->kept[i];
+        }
+    }
+    t->n = n;
+}
+
 static const char *
 plural(int64_t n)
 {
@@ -420,13 +448,14 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
                           "own)\n");
         return;
     }
+    name_sites(&t);
     qsort(t.kept, (size_t)t.n, sizeof t.kept[0], by_bytes);
     lc__buf_printf(b, "  allocated inside and still allocated, most bytes "
                       "first:\n");
     for (shown = 0; shown < t.n && shown < LC__SITES_SHOWN; shown++) {
-        char name[512];
-        lines += describe(t.kept[shown].pc, name, sizeof name);
-        lc__buf_printf(b, "    %s: %lld byte%s in %lld block%s\n", name,
+        lines += t.kept[shown].line;
+        lc__buf_printf(b, "    %s: %lld byte%s in %lld block%s\n",
+                       t.kept[shown].name,
                        (long long)t.kept[shown].bytes,
                        plural(t.kept[shown].bytes),
                        (long long)t.kept[shown].blocks,

@@ -278,57 +278,94 @@ innermost_function(Dwfl_Module *mod, uintptr_t addr)
 }
 #endif
 
+#ifdef HAVE_LIBDW
+/* The modules of this process as libdw reads them, for one report: made by
+ * the first lc_trace_describe_v1() call after the last release. */
+static Dwfl *session;
+
+static Dwfl *
+session_open(void)
+{
+    static const Dwfl_Callbacks callbacks = {
+        .find_elf = dwfl_linux_proc_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+    };
+
+    if (session == NULL) {
+        session = dwfl_begin(&callbacks);
+        if (session != NULL &&
+            (dwfl_linux_proc_report(session, getpid()) != 0 ||
+             dwfl_report_end(session, NULL, NULL) != 0)) {
+            dwfl_end(session);
+            session = NULL;
+        }
+    }
+    return session;
+}
+
+/* "file.c:LINE function()" or "function() in object" from the debug
+ * information and symbol table; 1, 0, or -1 when libdw knows nothing. */
+static int
+describe_dwfl(uintptr_t addr, char *buf, size_t size)
+{
+    Dwfl *dwfl = session_open();
+    Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+    Dwfl_Line *line;
+    const char *file = NULL, *func;
+    int lineno = 0;
+
+    if (mod == NULL)
+        return -1;
+    func = innermost_function(mod, addr);
+    line = dwfl_module_getsrc(mod, addr);
+    if (line != NULL)
+        file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+    if (file != NULL && lineno > 0) {
+        snprintf(buf, size, "%s:%d %s()", base_name(file), lineno,
+                 func ? func : "?");
+        return 1;
+    }
+    if (func != NULL) {
+        const char *mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL,
+                                             NULL, NULL, NULL);
+        snprintf(buf, size, "%s() in %s", func, base_name(mname));
+        return 0;
+    }
+    return -1;
+}
+#endif
+
 /*
  * Names the call at return address `pc` into buf: "file.c:LINE function()"
  * when the debug information has its line, else "function() in object".
  * Returns 1 with a line, 0 without, -1 when nothing is known.  Called at
- * report time only, with recording off.
+ * report time only, with recording off; a NULL pc ends the report (frees
+ * what the calls before read about the process's modules).
  */
 EXPORT int
 lc_trace_describe_v1(const void *pc, char *buf, size_t size)
 {
     uintptr_t addr = (uintptr_t)pc - 1;     /* inside the call instruction */
-    const char *func = NULL, *object = NULL;
     Dl_info info;
     int found = -1;
 
     busy++;
+    if (pc == NULL) {
 #ifdef HAVE_LIBDW
-    {
-        static const Dwfl_Callbacks callbacks = {
-            .find_elf = dwfl_linux_proc_find_elf,
-            .find_debuginfo = dwfl_standard_find_debuginfo,
-        };
-        Dwfl *dwfl = dwfl_begin(&callbacks);
-        if (dwfl != NULL && dwfl_linux_proc_report(dwfl, getpid()) == 0 &&
-            dwfl_report_end(dwfl, NULL, NULL) == 0) {
-            Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-            Dwfl_Line *line = mod ? dwfl_module_getsrc(mod, addr) : NULL;
-            const char *file = NULL;
-            int lineno = 0;
-            func = mod ? innermost_function(mod, addr) : NULL;
-            if (line != NULL)
-                file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-            if (file != NULL && lineno > 0) {
-                snprintf(buf, size, "%s:%d %s()", base_name(file), lineno,
-                         func ? func : "?");
-                found = 1;
-            } else if (func != NULL) {
-                const char *mname = dwfl_module_info(mod, NULL, NULL, NULL,
-                                                     NULL, NULL, NULL, NULL);
-                snprintf(buf, size, "%s() in %s", func, base_name(mname));
-                found = 0;
-            }
-        }
-        if (dwfl != NULL)
-            dwfl_end(dwfl);
+        if (session != NULL)
+            dwfl_end(session);
+        session = NULL;
+#endif
+        busy--;
+        return -1;
     }
+#ifdef HAVE_LIBDW
+    found = describe_dwfl(addr, buf, size);
 #endif
     if (found < 0 && dladdr((void *)addr, &info) != 0) {
-        func = info.dli_sname;
-        object = base_name(info.dli_fname);
-        if (func != NULL)
-            snprintf(buf, size, "%s() in %s", func, object);
+        const char *object = base_name(info.dli_fname);
+        if (info.dli_sname != NULL)
+            snprintf(buf, size, "%s() in %s", info.dli_sname, object);
         else
             snprintf(buf, size, "%s+%#lx", object,
                      (unsigned long)(addr - (uintptr_t)info.dli_fbase));

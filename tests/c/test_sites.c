@@ -104,6 +104,24 @@ START_TEST(clean_repeat_calloc)
 }
 END_TEST
 
+/* Seven sites: the message lists five, most bytes first, and the rest in
+ * one line. */
+void *lc_test_kept_seven[7];
+
+START_TEST(leak_seven_sites)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_seven[0] = malloc(100);        /* site:seven7 */
+    lc_test_kept_seven[1] = malloc(700);        /* site:seven1 */
+    lc_test_kept_seven[2] = malloc(300);        /* site:seven5 */
+    lc_test_kept_seven[3] = malloc(600);        /* site:seven2 */
+    lc_test_kept_seven[4] = malloc(200);        /* site:seven6 */
+    lc_test_kept_seven[5] = malloc(500);        /* site:seven3 */
+    lc_test_kept_seven[6] = malloc(400);        /* site:seven4 */
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
 static void *
 free_it(void *p)
 {
@@ -227,6 +245,7 @@ sites_suite(void)
         leak_helper, clean_helper, leak_strdup, clean_strdup,
         leak_repeat_calloc, clean_repeat_calloc, leak_freed_by_other_thread,
         leak_threads_and_signals, leak_signal_handler, leak_fork_inside,
+        leak_seven_sites,
     };
     Suite *suite = suite_create("sites");
     size_t i;
@@ -330,6 +349,29 @@ judge_leak(const char *mode, const char *name, const char *msg,
         printf("     | %s\n", msg);
 }
 
+/* The seven sites: the five biggest in order, then "and 2 more sites". */
+static void
+judge_seven(const char *mode, const char *msg)
+{
+    const char *p = msg;
+    char want[256], mark[16];
+    int k, ok = 1;
+
+    for (k = 1; k <= 5 && ok; k++) {
+        snprintf(mark, sizeof mark, "seven%d", k);
+        snprintf(want, sizeof want, "    test_sites.c:%d leak_seven_sites_fn"
+                 "(): %d bytes in 1 block\n", site_line(mark),
+                 100 * (8 - k));
+        p = strstr(p, want);
+        ok = p != NULL;
+    }
+    ok = ok && strstr(p, "\n    and 2 more sites: 300 bytes in 2 blocks\n");
+    harness_expect(ok, "%s leak_seven_sites: five sites listed, most bytes "
+                   "first, and 2 more in one line", mode);
+    if (!ok)
+        printf("     | %s\n", msg);
+}
+
 static void
 run_mode(enum fork_status fork_mode, const char *mode, int lines)
 {
@@ -363,7 +405,12 @@ run_mode(enum fork_status fork_mode, const char *mode, int lines)
         else if (strcmp(name, "leak_strdup") == 0)
             judge_leak(mode, name, msg, "leak_strdup_fn",
                        (long)sizeof "kept name", 1, lines);
-        else if (strcmp(name, "leak_repeat_calloc") == 0)
+        else if (strcmp(name, "leak_seven_sites") == 0) {
+            if (lines == 1)
+                judge_seven(mode, msg);
+            else
+                judge_leak(mode, name, msg, NULL, 0, 0, lines);
+        } else if (strcmp(name, "leak_repeat_calloc") == 0)
             judge_leak(mode, name, msg, "leak_repeat_calloc_fn",
                        3 * (long)sizeof(struct node), 3, lines);
         else {
@@ -373,7 +420,7 @@ run_mode(enum fork_status fork_mode, const char *mode, int lines)
                        lines);
         }
     }
-    harness_expect(n == 10, "%s: all 10 tests ran (%d)", mode, n);
+    harness_expect(n == 11, "%s: all 11 tests ran (%d)", mode, n);
     free(results);
     srunner_free(sr);
 }
