@@ -477,7 +477,7 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         lc__buf_printf(b, "    (no file:line where the code has no debug "
                           "information: compile it with -g)\n");
     if (atomic_load(&rec.table->dropped) > 0)
-        lc__buf_printf(b, "    (%lu blocks were not recorded: the table of "
-                          "blocks was full)\n",
+        lc__buf_printf(b, "    (%lu more blocks were not recorded: the "
+                          "table of blocks had no room for them)\n",
                        atomic_load(&rec.table->dropped));
 }
