@@ -104,6 +104,30 @@ START_TEST(clean_repeat_calloc)
 }
 END_TEST
 
+/* posix_memalign and aligned_alloc are recorded as malloc is. */
+void *lc_test_kept_aligned, *lc_test_kept_aligned2;
+
+START_TEST(leak_aligned)
+{
+    LEAK_SCOPE_BEGIN(s);
+    ck_assert_int_eq(posix_memalign(&lc_test_kept_aligned, 64, 256), 0);
+    lc_test_kept_aligned2 = aligned_alloc(64, 128); /* site:leak_aligned_fn */
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
+/* Allocated in code without debug information (sites_nodebug.c). */
+void *lc_test_nodebug_alloc(size_t size);
+void *lc_test_kept_nodebug;
+
+START_TEST(leak_nodebug)
+{
+    LEAK_SCOPE_BEGIN(s);
+    lc_test_kept_nodebug = lc_test_nodebug_alloc(72);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
 /* Seven sites: the message lists five, most bytes first, and the rest in
  * one line. */
 void *lc_test_kept_seven[7];
@@ -245,7 +269,7 @@ sites_suite(void)
         leak_helper, clean_helper, leak_strdup, clean_strdup,
         leak_repeat_calloc, clean_repeat_calloc, leak_freed_by_other_thread,
         leak_threads_and_signals, leak_signal_handler, leak_fork_inside,
-        leak_seven_sites,
+        leak_seven_sites, leak_aligned, leak_nodebug,
     };
     Suite *suite = suite_create("sites");
     size_t i;
@@ -372,6 +396,39 @@ judge_seven(const char *mode, const char *msg)
         printf("     | %s\n", msg);
 }
 
+/* posix_memalign's block, then aligned_alloc's, on lines of their own. */
+static void
+judge_aligned(const char *mode, const char *msg)
+{
+    char want[256];
+    const char *p;
+    int line = site_line("leak_aligned_fn");
+
+    snprintf(want, sizeof want, "    test_sites.c:%d leak_aligned_fn(): 256 "
+             "bytes in 1 block\n    test_sites.c:%d leak_aligned_fn(): 128 "
+             "bytes in 1 block\n", line - 1, line);
+    p = strstr(msg, want);
+    harness_expect(p != NULL && count_lines(msg, "    test_sites.c:") == 2,
+                   "%s leak_aligned: posix_memalign's and aligned_alloc's "
+                   "lines, and only them", mode);
+    if (p == NULL)
+        printf("     | %s\n", msg);
+}
+
+/* No debug information: function and object, and the line about -g. */
+static void
+judge_nodebug(const char *mode, const char *msg)
+{
+    int ok = strstr(msg, "    lc_test_nodebug_alloc() in test_sites: 72 "
+                         "bytes in 1 block\n") != NULL &&
+             strstr(msg, "compile it with -g") != NULL;
+
+    harness_expect(ok, "%s leak_nodebug: function and object, and that -g "
+                   "gives lines", mode);
+    if (!ok)
+        printf("     | %s\n", msg);
+}
+
 static void
 run_mode(enum fork_status fork_mode, const char *mode, int lines)
 {
@@ -405,12 +462,15 @@ run_mode(enum fork_status fork_mode, const char *mode, int lines)
         else if (strcmp(name, "leak_strdup") == 0)
             judge_leak(mode, name, msg, "leak_strdup_fn",
                        (long)sizeof "kept name", 1, lines);
-        else if (strcmp(name, "leak_seven_sites") == 0) {
-            if (lines == 1)
-                judge_seven(mode, msg);
-            else
-                judge_leak(mode, name, msg, NULL, 0, 0, lines);
-        } else if (strcmp(name, "leak_repeat_calloc") == 0)
+        else if (lines == 1 && strcmp(name, "leak_seven_sites") == 0)
+            judge_seven(mode, msg);
+        else if (lines == 1 && strcmp(name, "leak_aligned") == 0)
+            judge_aligned(mode, msg);
+        else if (lines == 1 && strcmp(name, "leak_nodebug") == 0)
+            judge_nodebug(mode, msg);
+        else if (lines != 1 && strncmp(name, "leak_", 5) == 0)
+            judge_leak(mode, name, msg, NULL, 0, 0, lines);
+        else if (strcmp(name, "leak_repeat_calloc") == 0)
             judge_leak(mode, name, msg, "leak_repeat_calloc_fn",
                        3 * (long)sizeof(struct node), 3, lines);
         else {
@@ -420,7 +480,7 @@ run_mode(enum fork_status fork_mode, const char *mode, int lines)
                        lines);
         }
     }
-    harness_expect(n == 11, "%s: all 11 tests ran (%d)", mode, n);
+    harness_expect(n == 13, "%s: all 13 tests ran (%d)", mode, n);
     free(results);
     srunner_free(sr);
 }
