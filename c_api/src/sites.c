@@ -235,8 +235,10 @@ skipped(const tally *t, void *pc)
     name = strrchr(info.dli_fname, '/');
     name = name ? name + 1 : info.dli_fname;
     return has_prefix(name, "libc.so") || has_prefix(name, "libc-") ||
-           has_prefix(name, "libasan") || has_prefix(name, "libubsan") ||
-           has_prefix(name, "liblsan") || has_prefix(name, "libstdc++");
+           has_prefix(name, "ld-linux") || has_prefix(name, "libdl.") ||
+           has_prefix(name, "libpthread.") || has_prefix(name, "libasan") ||
+           has_prefix(name, "libubsan") || has_prefix(name, "liblsan") ||
+           has_prefix(name, "libstdc++");
 }
 
 static void
@@ -263,17 +265,17 @@ count(tally *t, void *pc, size_t size)
 }
 
 /* The frame that names a block: its first one past the skipped objects;
- * when every frame is skipped (the C library allocated for itself), its
- * first frame past the allocator. */
+ * when every frame is skipped (the C library allocated for itself, or the
+ * stack ends first), the caller of the allocation function, pc[caller]. */
 static void *
-site_of(const tally *t, void **pc, size_t n)
+site_of(const tally *t, void **pc, size_t n, size_t caller)
 {
     size_t i;
 
     for (i = 0; i < n && pc[i] != NULL; i++)
         if (!skipped(t, pc[i]))
             return pc[i];
-    return n > 1 && pc[1] != NULL ? pc[1] : pc[0];
+    return caller < n && pc[caller] != NULL ? pc[caller] : pc[0];
 }
 
 static void
@@ -292,9 +294,10 @@ tally_block(tally *t, const lc__site_slot *s, uintptr_t key)
         n = rec.asan_stack((void *)key, stack, LC__ARRAY_LEN(stack), &tid);
         if (n == 0)
             return;
-        count(t, site_of(t, stack, n), s->size);
+        /* stack[0] is the sanitizer's malloc */
+        count(t, site_of(t, stack, n, 1), s->size);
     } else {
-        count(t, site_of(t, (void **)s->pc, LC__SITE_FRAMES), s->size);
+        count(t, site_of(t, (void **)s->pc, LC__SITE_FRAMES, 0), s->size);
     }
 }
 
