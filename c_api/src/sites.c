@@ -200,7 +200,9 @@ lc__sites_release(const void *owner)
 typedef struct site {
     void *pc;                   /* the return address in the user's code   */
     int64_t bytes, blocks;
-    int line;                   /* `name` holds file:line                  */
+    int line;                   /* 1: `name` holds file:line; 0: no debug
+                                 * information; 2: the tracer reads no
+                                 * lines (built without libdw)        */
     char name[160];             /* "file.c:LINE function()"                */
 } site;
 
@@ -311,12 +313,17 @@ by_bytes(const void *a, const void *b)
     return x->blocks < y->blocks ? 1 : x->blocks > y->blocks ? -1 : 0;
 }
 
-/* Names a site: "file.c:LINE function()"; 1 when the line is known. */
+/* Names a site: "file.c:LINE function()"; 1 when the line is known, 2
+ * when the tracer reads no lines, else 0. */
 static int
 describe(void *pc, char *buf, size_t size)
 {
-    if (rec.kind == REC_TRACER)
-        return rec.describe(pc, buf, size) > 0;
+    if (rec.kind == REC_TRACER) {
+        int found = rec.describe(pc, buf, size);
+        if (found < 0)
+            snprintf(buf, size, "%p", pc);
+        return found < 0 ? 0 : found;
+    }
     buf[0] = '\0';
     rec.symbolize(pc, "%s:%l %f()", buf, size);
     if (buf[0] != '\0' && strncmp(buf, "<null>", 6) != 0 &&
@@ -400,7 +407,7 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
     tally t;
     Dl_info info;
     size_t i;
-    int shown, listed, lines = 0;
+    int shown, listed, lines = 0, no_reader = 0;
 
     if (!(leaking & (LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES) |
                      LC_PROBE_BIT(LC_PROBE_VALGRIND))))
@@ -456,7 +463,8 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
     lc__buf_printf(b, "  allocated inside and still allocated, most bytes "
                       "first:\n");
     for (shown = 0; shown < t.n && shown < LC__SITES_SHOWN; shown++) {
-        lines += t.kept[shown].line;
+        lines += t.kept[shown].line == 1;
+        no_reader |= t.kept[shown].line == 2;
         lc__buf_printf(b, "    %s: %lld byte%s in %lld block%s\n",
                        t.kept[shown].name,
                        (long long)t.kept[shown].bytes,
@@ -476,7 +484,10 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
                        t.overflow ? " or" : "", plural(t.other_sites),
                        (long long)t.other_bytes, plural(t.other_bytes),
                        (long long)t.other_blocks, plural(t.other_blocks));
-    if (lines < listed)
+    if (no_reader)
+        lc__buf_printf(b, "    (no file:line: the tracer was built without "
+                          "elfutils' libdw, which reads them)\n");
+    else if (lines < listed)
         lc__buf_printf(b, "    (no file:line where the code has no debug "
                           "information: compile it with -g)\n");
     if (atomic_load(&rec.table->dropped) > 0)

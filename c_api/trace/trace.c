@@ -338,7 +338,9 @@ describe_dwfl(uintptr_t addr, char *buf, size_t size)
 /*
  * Names the call at return address `pc` into buf: "file.c:LINE function()"
  * when the debug information has its line, else "function() in object".
- * Returns 1 with a line, 0 without, -1 when nothing is known.  Called at
+ * Returns 1 with a line, 0 without (no debug information), 2 without
+ * because this tracer was built without libdw, -1 when nothing is known.
+ * Called at
  * report time only, with recording off; a NULL pc ends the report (frees
  * what the calls before read about the process's modules).
  */
@@ -369,7 +371,11 @@ lc_trace_describe_v1(const void *pc, char *buf, size_t size)
         else
             snprintf(buf, size, "%s+%#lx", object,
                      (unsigned long)(addr - (uintptr_t)info.dli_fbase));
+#ifdef HAVE_LIBDW
         found = 0;
+#else
+        found = 2;
+#endif
     }
     busy--;
     return found;
