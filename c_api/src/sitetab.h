@@ -89,18 +89,41 @@ lc__sitetab_hash(uintptr_t key)
 }
 
 /* Claims a slot for `key` and returns it (BUSY: the caller fills it in,
- * then calls lc__sitetab_publish), or NULL when none was free. */
+ * then calls lc__sitetab_publish), or NULL when none was free.  A slot
+ * still holding this address is stale (the block was freed where no hook
+ * saw it) and is taken over; else the first free slot is taken.  A key
+ * never sits past an EMPTY slot of its run, so the search stops there. */
 static inline lc__site_slot *
 lc__sitetab_claim(lc__site_table *t, uintptr_t key)
 {
-    size_t i = lc__sitetab_hash(key), n;
+    int attempt;
 
-    for (n = 0; n < LC__SITE_PROBES; n++, i = (i + 1) & (LC__SITE_SLOTS - 1)) {
-        lc__site_slot *s = &t->slots[i];
-        uintptr_t k = atomic_load_explicit(&s->key, memory_order_relaxed);
+    for (attempt = 0; attempt < 4; attempt++) {
+        size_t i = lc__sitetab_hash(key), n;
+        lc__site_slot *first_free = NULL;
+        uintptr_t k;
+
+        for (n = 0; n < LC__SITE_PROBES;
+             n++, i = (i + 1) & (LC__SITE_SLOTS - 1)) {
+            lc__site_slot *s = &t->slots[i];
+            k = atomic_load_explicit(&s->key, memory_order_relaxed);
+            if (k == key &&
+                atomic_compare_exchange_strong(&s->key, &k, LC__SITE_BUSY))
+                return s;
+            if ((k == LC__SITE_EMPTY || k == LC__SITE_DEAD) &&
+                first_free == NULL)
+                first_free = s;
+            if (k == LC__SITE_EMPTY)
+                break;
+        }
+        if (first_free == NULL)
+            break;
+        k = atomic_load_explicit(&first_free->key, memory_order_relaxed);
         if ((k == LC__SITE_EMPTY || k == LC__SITE_DEAD) &&
-            atomic_compare_exchange_strong(&s->key, &k, LC__SITE_BUSY))
-            return s;
+            atomic_compare_exchange_strong(&first_free->key, &k,
+                                           LC__SITE_BUSY))
+            return first_free;
+        /* another thread took it meanwhile: search again */
     }
     atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
     return NULL;
