@@ -311,6 +311,17 @@ void lc_fail(const char *file, int line, const char *report);
  * The first scopes of a process may open in several threads at once: the
  * engine's set-up (choosing the heap reader, settling) runs once.  A verdict
  * still counts what every thread does between its snapshots.
+ *
+ * When native_bytes leaked, the report lists where the blocks still
+ * allocated were allocated, most bytes first, a few at most (how many more
+ * is said): "test_parse.c:42 parse_name(): 32 bytes in 1 block", the first
+ * frame in the caller's code (past strdup and the like).  The blocks are
+ * recorded while the macros' scope is open (a series: its measured runs)
+ * by AddressSanitizer in a sanitized build, or by the tracer of a plain
+ * glibc build, loaded with LD_PRELOAD=libleakcheck-trace.so (installed
+ * beside the library; `pkg-config --variable=tracer leakcheck`).  Without
+ * either, the report says in one line how to preload it; under valgrind,
+ * memcheck's loss records name the lines.  Lines need -g.
  */
 
 #define LC_REPORT_MAX 4096 /* bytes of report a macro keeps                 */

@@ -138,4 +138,24 @@ void lc__buf_printf(lc__buf *b, const char *fmt, ...)
 void lc__fds_report(lc__buf *b, const lc__fdset *before,
                     const lc__fdset *after);
 
+/* ---- allocating sites (sites.c) ---- */
+
+/* Finds the recorder (AddressSanitizer's hooks, or the preloaded tracer),
+ * once; called before a macro's first snapshot, since a failed dlsym
+ * allocates.  Then `owner` (a scope or series of the macros) records the
+ * blocks allocated from lc__sites_start on; pause (before a snapshot: only
+ * frees are seen) and resume; stop before reading them; release when the
+ * owner is freed.  Each is a no-op where nothing records or another owner
+ * records. */
+void lc__sites_prepare(void);
+void lc__sites_start(const void *owner);
+void lc__sites_pause(const void *owner);
+void lc__sites_resume(const void *owner);
+void lc__sites_stop(const void *owner);
+void lc__sites_release(const void *owner);
+/* Appends to a failure report, when `leaking` holds native_bytes or
+ * valgrind, the allocating lines of the blocks owner's recording left (or
+ * one line saying how to get them, or why there are none). */
+void lc__sites_report(const void *owner, unsigned leaking, lc__buf *b);
+
 #endif /* LC_INTERNAL_H */

@@ -60,8 +60,10 @@ lc_scope_new(const char *name)
 void
 lc_scope_free(lc_scope *s)
 {
-    if (s && s != &oom_scope)
+    if (s && s != &oom_scope) {
+        lc__sites_release(s);
         lc__own_free(s);
+    }
 }
 
 int
@@ -321,7 +323,10 @@ lc_scope_open_with(const char *name, const lc_setting *settings,
         s->open_line = line;
         return s;
     }
+    lc__sites_prepare();
     s->status = lc_scope_begin(s);
+    if (s->status == LC_OK)
+        lc__sites_start(s);
     return s;
 }
 
@@ -353,7 +358,9 @@ lc_scope_close(lc_scope *s, const char *file, int line, char *msg,
         return 1;
     }
     lc_scope_set_location(s, file, line);
+    lc__sites_pause(s);
     rc = s->status != LC_OK ? s->status : lc_scope_end(s);
+    lc__sites_stop(s);
     if (s->refused[0] != '\0') {
         lc__buf b = {msg, size, 0};
         if (size > 0)
@@ -372,8 +379,10 @@ lc_scope_close(lc_scope *s, const char *file, int line, char *msg,
         failed = 1;
     } else {
         failed = s->leaking != 0;
-        if (failed)
-            lc_scope_report(s, msg, size);
+        if (failed) {
+            lc__buf b = {msg, size, lc_scope_report(s, msg, size)};
+            lc__sites_report(s, s->leaking, &b);
+        }
     }
     lc_scope_free(s);
     return failed;

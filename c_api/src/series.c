@@ -133,6 +133,7 @@ void
 lc_series_free(lc_series *s)
 {
     if (s) {
+        lc__sites_release(s);
         lc__own_free(s->deltas);
         lc__own_free(s);
     }
@@ -667,16 +668,27 @@ lc_repeat_step_with(lc_repeat *r, const char *name, int warmup, int repeat,
             return 0;
         }
     }
+    if (r->series->calls == 0)
+        lc__sites_prepare();
+    lc__sites_pause(r->series);
     rc = lc_series_next(r->series);
-    if (rc > 0)
+    if (rc > 0) {
+        /* Blocks are recorded from the first measured run on. */
+        if (r->series->calls == r->series->warmup + 1)
+            lc__sites_start(r->series);
+        else
+            lc__sites_resume(r->series);
         return 1;
+    }
+    lc__sites_stop(r->series);
     if (rc < 0) {
         lc__buf_printf(&b, "leakcheck: LEAK_REPEAT '%s' at %s:%d could not "
                            "be measured: %s\n", name, file, line,
                        lc_strerror(rc));
         r->failed = 1;
     } else if (lc_series_leaked(r->series) == 1) {
-        lc_series_report(r->series, r->msg, sizeof r->msg);
+        b.len = lc_series_report(r->series, r->msg, sizeof r->msg);
+        lc__sites_report(r->series, lc_series_leaking(r->series), &b);
         r->failed = 1;
     }
     lc_series_free(r->series);

@@ -1,0 +1,382 @@
+/*
+ * trace.c — libleakcheck-trace.so, the allocation tracer of a plain glibc
+ * process.  Loaded with LD_PRELOAD, it takes the place of malloc, calloc,
+ * realloc, free, posix_memalign, aligned_alloc, memalign, valloc and
+ * pvalloc, and forwards each to glibc's own (__libc_malloc, ...), so that
+ * glibc's numbers (mallinfo2, which native_bytes reads) stay as they are.
+ *
+ * It records nothing until the engine asks: a scope or series that the
+ * test macros open sets the table's state (sitetab.h), found through
+ * lc_trace_table_v1() with dlsym, and while it records, every block
+ * allocated gets a slot with its size and its call stack (glibc's
+ * backtrace(), primed at load so that it does not allocate in malloc).  At
+ * the report, lc_trace_describe_v1() names a frame through elfutils' libdw
+ * (file:line and function), or dladdr without it.
+ *
+ * It refuses to record, and says why in the table, where its malloc is not
+ * the one the process calls (valgrind's replacement, a sanitizer's, an
+ * allocator linked into the program) rather than record nothing.
+ */
+#define _GNU_SOURCE
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "sitetab.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_VALGRIND_MEMCHECK_H
+#include <valgrind/valgrind.h>
+#endif
+#ifdef HAVE_LIBDW
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+static lc__site_table table;
+static int primed;                      /* backtrace() has loaded libgcc_s */
+
+/* Set while this thread is inside the tracer: a malloc that the tracer
+ * itself causes (or a signal handler's, meanwhile) is only forwarded. */
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+/* Frames of the tracer itself at the top of a backtrace: record() and the
+ * allocation function that called it. */
+#define OWN_FRAMES 2
+
+static void __attribute__((noinline))
+record(void *p, size_t size)
+{
+    void *frames[LC__SITE_FRAMES + OWN_FRAMES];
+    lc__site_slot *s;
+    int n, i;
+
+    if (p == NULL || !primed || busy ||
+        atomic_load_explicit(&table.state, memory_order_relaxed) !=
+            LC__SITES_ALL)
+        return;
+    busy = 1;
+    s = lc__sitetab_claim(&table, (uintptr_t)p);
+    if (s != NULL) {
+        n = backtrace(frames, (int)LC__SITE_FRAMES + OWN_FRAMES);
+        for (i = 0; i < LC__SITE_FRAMES; i++)
+            s->pc[i] = i + OWN_FRAMES < n ? frames[i + OWN_FRAMES] : NULL;
+        s->size = size;
+        lc__sitetab_publish(s, (uintptr_t)p);
+    }
+    busy = 0;
+}
+
+/* Not skipped when busy: removing is safe at any point (a signal handler
+ * that frees a recorded block while this thread records must not leave it
+ * in the table). */
+static void
+forget(void *p)
+{
+    lc__sitetab_freed(&table, p);
+}
+
+EXPORT void *
+malloc(size_t size)
+{
+    void *p = __libc_malloc(size);
+
+    record(p, size);
+    return p;
+}
+
+EXPORT void *
+calloc(size_t n, size_t size)
+{
+    void *p = __libc_calloc(n, size);
+
+    record(p, n * size);
+    return p;
+}
+
+EXPORT void *
+realloc(void *old, size_t size)
+{
+    void *p;
+
+    /* Forgotten first: once glibc has it back it may hand it out again. */
+    if (old != NULL)
+        forget(old);
+    p = __libc_realloc(old, size);
+    if (p == NULL && size != 0 && old != NULL) {
+        /* The old block is still there, and no longer known: it was
+         * allocated while recording or before, and neither is a site. */
+        return NULL;
+    }
+    record(p, size);
+    return p;
+}
+
+EXPORT void
+free(void *p)
+{
+    forget(p);
+    __libc_free(p);
+}
+
+EXPORT void *
+memalign(size_t align, size_t size)
+{
+    void *p = __libc_memalign(align, size);
+
+    record(p, size);
+    return p;
+}
+
+EXPORT void *
+aligned_alloc(size_t align, size_t size)
+{
+    void *p = __libc_memalign(align, size);
+
+    record(p, size);
+    return p;
+}
+
+EXPORT int
+posix_memalign(void **out, size_t align, size_t size)
+{
+    void *p;
+
+    if (align % sizeof(void *) != 0 || (align & (align - 1)) != 0)
+        return EINVAL;
+    p = __libc_memalign(align, size);
+    if (p == NULL)
+        return ENOMEM;
+    record(p, size);
+    *out = p;
+    return 0;
+}
+
+EXPORT void *
+valloc(size_t size)
+{
+    void *p = __libc_valloc(size);
+
+    record(p, size);
+    return p;
+}
+
+EXPORT void *
+pvalloc(size_t size)
+{
+    void *p = __libc_pvalloc(size);
+
+    record(p, size);
+    return p;
+}
+
+/* Why this process's malloc is not the tracer's, or NULL when it is. */
+static const char *
+refusal(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+    void *found = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info theirs, ours;
+
+#ifdef HAVE_VALGRIND_MEMCHECK_H
+    if (RUNNING_ON_VALGRIND)
+        preload = "vgpreload";
+#endif
+    if (preload != NULL && strstr(preload, "vgpreload") != NULL)
+        return "the process runs under valgrind, whose malloc replaces "
+               "the tracer's: memcheck's loss records (valgrind's output) "
+               "name the allocating lines";
+    if (dlsym(RTLD_DEFAULT, "__asan_init") != NULL ||
+        dlsym(RTLD_DEFAULT, "__sanitizer_install_malloc_and_free_hooks"))
+        return "a sanitizer's malloc serves this process; leakcheck reads "
+               "the allocating lines from the sanitizer itself";
+    if (found == NULL || dladdr(found, &theirs) == 0 ||
+        dladdr((void *)refusal, &ours) == 0 ||
+        theirs.dli_fbase != ours.dli_fbase)
+        return "another malloc than the tracer's serves this process (one "
+               "linked into the program, or preloaded before it)";
+    return NULL;
+}
+
+__attribute__((constructor)) static void
+trace_init(void)
+{
+    void *frames[4];
+
+    table.unavailable = refusal();
+    if (table.unavailable != NULL)
+        return;
+    /* The first backtrace() loads the unwinder with dlopen, which
+     * allocates: done here, once, not inside a malloc. */
+    busy = 1;
+    backtrace(frames, 4);
+    busy = 0;
+    if (lc__sitetab_map(&table) != 0) {
+        table.unavailable = "the tracer could not map its table of blocks";
+        return;
+    }
+    primed = 1;
+}
+
+/* The engine's entry point: the table, whose state it sets and whose
+ * slots it reads.  Versioned: a tracer and engine of different layouts do
+ * not find each other. */
+EXPORT lc__site_table *
+lc_trace_table_v1(void)
+{
+    return &table;
+}
+
+static const char *
+base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+
+    return slash ? slash + 1 : path;
+}
+
+#ifdef HAVE_LIBDW
+/* The function the code at addr belongs to, the innermost inlined one
+ * first (a helper inlined into its caller is still named), else the
+ * symbol table's. */
+static const char *
+innermost_function(Dwfl_Module *mod, uintptr_t addr)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+    Dwarf_Die *scopes = NULL;
+    const char *name = NULL;
+    int n, i;
+
+    if (cu != NULL && (n = dwarf_getscopes(cu, addr - bias, &scopes)) > 0) {
+        for (i = 0; i < n && name == NULL; i++) {
+            int tag = dwarf_tag(&scopes[i]);
+            if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+                name = dwarf_diename(&scopes[i]);
+        }
+        free(scopes);
+    }
+    return name ? name : dwfl_module_addrname(mod, addr);
+}
+#endif
+
+#ifdef HAVE_LIBDW
+/* The modules of this process as libdw reads them, for one report: made by
+ * the first lc_trace_describe_v1() call after the last release. */
+static Dwfl *session;
+
+static Dwfl *
+session_open(void)
+{
+    static const Dwfl_Callbacks callbacks = {
+        .find_elf = dwfl_linux_proc_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+    };
+
+    if (session == NULL) {
+        session = dwfl_begin(&callbacks);
+        if (session != NULL &&
+            (dwfl_linux_proc_report(session, getpid()) != 0 ||
+             dwfl_report_end(session, NULL, NULL) != 0)) {
+            dwfl_end(session);
+            session = NULL;
+        }
+    }
+    return session;
+}
+
+/* "file.c:LINE function()" or "function() in object" from the debug
+ * information and symbol table; 1, 0, or -1 when libdw knows nothing. */
+static int
+describe_dwfl(uintptr_t addr, char *buf, size_t size)
+{
+    Dwfl *dwfl = session_open();
+    Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+    Dwfl_Line *line;
+    const char *file = NULL, *func;
+    int lineno = 0;
+
+    if (mod == NULL)
+        return -1;
+    func = innermost_function(mod, addr);
+    line = dwfl_module_getsrc(mod, addr);
+    if (line != NULL)
+        file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+    if (file != NULL && lineno > 0) {
+        snprintf(buf, size, "%s:%d %s()", base_name(file), lineno,
+                 func ? func : "?");
+        return 1;
+    }
+    if (func != NULL) {
+        const char *mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL,
+                                             NULL, NULL, NULL);
+        snprintf(buf, size, "%s() in %s", func, base_name(mname));
+        return 0;
+    }
+    return -1;
+}
+#endif
+
+/*
+ * Names the call at return address `pc` into buf: "file.c:LINE function()"
+ * when the debug information has its line, else "function() in object".
+ * Returns 1 with a line, 0 without (no debug information), 2 without
+ * because this tracer was built without libdw, -1 when nothing is known.
+ * Called at
+ * report time only, with recording off; a NULL pc ends the report (frees
+ * what the calls before read about the process's modules).
+ */
+EXPORT int
+lc_trace_describe_v1(const void *pc, char *buf, size_t size)
+{
+    uintptr_t addr = (uintptr_t)pc - 1;     /* inside the call instruction */
+    Dl_info info;
+    int found = -1;
+
+    busy++;
+    if (pc == NULL) {
+#ifdef HAVE_LIBDW
+        if (session != NULL)
+            dwfl_end(session);
+        session = NULL;
+#endif
+        busy--;
+        return -1;
+    }
+#ifdef HAVE_LIBDW
+    found = describe_dwfl(addr, buf, size);
+#endif
+    if (found < 0 && dladdr((void *)addr, &info) != 0) {
+        const char *object = base_name(info.dli_fname);
+        if (info.dli_sname != NULL)
+            snprintf(buf, size, "%s() in %s", info.dli_sname, object);
+        else
+            snprintf(buf, size, "%s+%#lx", object,
+                     (unsigned long)(addr - (uintptr_t)info.dli_fbase));
+#ifdef HAVE_LIBDW
+        found = 0;
+#else
+        found = 2;
+#endif
+    }
+    busy--;
+    return found;
+}

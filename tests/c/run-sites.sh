@@ -1,0 +1,30 @@
+#!/bin/sh
+# Runs test_sites as the allocating lines are got in this build: in a
+# sanitized build from AddressSanitizer itself (lines); in a plain one,
+# once alone (the messages carry the one-line hint naming the tracer), once
+# with libleakcheck-trace.so preloaded (lines), under valgrind (memcheck's
+# loss records), and test_sites_own, whose malloc is its own, with the
+# tracer preloaded (which refuses, and the message says why).
+set -u
+: "${top_builddir:?top_builddir is not set: run through make check}"
+prog="$top_builddir/tests/c/test_sites"
+case "${CFLAGS:-}" in
+*-fsanitize=address*)
+    echo "== sanitized build: lines from AddressSanitizer"
+    LC_SITES_EXPECT=lines "$prog"
+    exit $?
+    ;;
+esac
+tracer="$top_builddir/c_api/.libs/libleakcheck-trace.so"
+[ -f "$tracer" ] || { echo "FAIL no tracer at $tracer"; exit 1; }
+echo "== without the tracer: the hint"
+LC_SITES_EXPECT=hint "$prog" || exit $?
+echo "== LD_PRELOAD=$tracer: lines"
+LD_PRELOAD="$tracer" LC_SITES_EXPECT=lines "$prog" || exit $?
+echo "== test_sites_own (a malloc of its own), LD_PRELOAD=$tracer: refused"
+LD_PRELOAD="$tracer" LC_SITES_EXPECT=refused "${prog}_own" || exit $?
+if [ -n "${VALGRIND:-}" ]; then
+    echo "== under valgrind: memcheck's loss records"
+    LC_SITES_EXPECT=memcheck "$VALGRIND" --quiet --error-exitcode=99 \
+        --leak-check=no --errors-for-leak-kinds=none "$prog"
+fi
