@@ -266,7 +266,27 @@ _ENTRY_POINTS = frozenset({"_start", "main", "start_thread", "clone",
 _ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
                          "reallocarray", "posix_memalign", "aligned_alloc",
                          "memalign", "valloc", "pvalloc", "strdup",
-                         "strndup"})
+                         "strndup", "__strdup", "__strndup", "wcsdup",
+                         "asprintf", "vasprintf", "__asprintf",
+                         "__vasprintf_internal", "__vasprintf",
+                         "open_memstream", "getline", "getdelim",
+                         "realpath", "canonicalize_file_name"})
+# The C and C++ runtimes' helpers that allocate for their caller: their
+# frames are skipped to the caller's, with or without debug information
+# for the runtime.  glibc's internal aliases (__GI___strdup), its
+# sources as its debug information names them ("./string/strdup.c",
+# "../sysdeps/...", "/build/glibc-2.36/..."), libstdc++'s and libgcc's.
+_RUNTIME_PREFIXES = ("__GI_", "__libc_", "__GI___libc", "_IO_", "__vasprintf",
+                     "operator new", "operator delete", "__cxa_",
+                     "_Znw", "_Zna", "__gnu_cxx::", "std::")
+_GLIBC_TOP = frozenset({
+    "string", "malloc", "libio", "stdio-common", "sysdeps", "misc", "stdlib",
+    "posix", "nptl", "elf", "io", "iconv", "intl", "locale", "wcsmbs",
+    "time", "dirent", "resolv", "inet", "nss", "argp", "csu", "dlfcn",
+    "login", "pwd", "grp", "shadow", "signal", "setjmp", "termios"})
+_RUNTIME_SOURCES = ("glibc-", "libstdc++-v3/", "libsupc++/", "libgcc/",
+                    "gcc/libgcc", "/glibc/")
+_RUNTIME_OBJECTS = ("libc.so.6", "libstdc++.so.6", "libgcc_s.so.1")
 
 
 def _memrays(path):
@@ -278,9 +298,11 @@ def _memrays(path):
 
 
 def _theirs(function, filename):
-    """True for a native frame of memray, of the allocator or of CPython
-    itself."""
+    """True for a native frame of memray, of the allocator, of the C or
+    C++ runtime or of CPython itself."""
     if _memrays(filename) or function.startswith("memray::"):
+        return True
+    if _runtimes(function, filename):
         return True
     name = filename
     while name.startswith(("./", "../")):
@@ -289,10 +311,57 @@ def _theirs(function, filename):
         return True
     if filename in ("", "<unknown>") or not os.path.isabs(filename):
         # No debug information: known by name only.
-        return (function.startswith(("Py", "_Py", "__libc", "_dl_"))
-                or function in _ALLOCATORS or function in _ENTRY_POINTS
-                or function in ("", "<unknown>"))
+        return (function.startswith(("Py", "_Py", "_dl_"))
+                or function in _ENTRY_POINTS
+                or function in ("", "<unknown>")
+                or (filename in ("", "<unknown>")
+                    and _runtime_symbol(function)))
     return False
+
+
+def _runtimes(function, filename):
+    """True for a frame of the C library's or the C++ runtime's helpers
+    (strdup, asprintf, operator new...), known by its name or by the
+    source path their debug information gives."""
+    if function in _ALLOCATORS or function.startswith(_RUNTIME_PREFIXES):
+        return True
+    if not filename or filename == "<unknown>":
+        return False
+    if any(part in filename for part in _RUNTIME_SOURCES):
+        return True
+    if filename.startswith(("./", "../")):
+        # glibc's debug information names its sources relative to its
+        # source tree: "./string/strdup.c", "../sysdeps/x86_64/...".
+        name = filename
+        while name.startswith(("./", "../")):
+            name = name.split("/", 1)[1]
+        return name.split("/", 1)[0] in _GLIBC_TOP
+    return False
+
+
+_runtime_symbols = {}
+
+
+def _runtime_symbol(function):
+    """True when `function` names a symbol of the C library, libstdc++ or
+    libgcc as loaded in this process (a frame without debug information:
+    its object is not given, its name is)."""
+    if function not in _runtime_symbols:
+        import ctypes
+        found = False
+        for name in _RUNTIME_OBJECTS:
+            try:
+                lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            except OSError:
+                continue            # not loaded here
+            try:
+                getattr(lib, function)
+            except (AttributeError, ValueError):
+                continue
+            found = True
+            break
+        _runtime_symbols[function] = found
+    return _runtime_symbols[function]
 
 
 def _site(stack, ignore):

@@ -41,6 +41,7 @@ def c_line(marker):
 PYMEM_LINE = c_line("if ((p = PyMem_Malloc(n)) == NULL)")[0]   # leak_pymem
 MALLOC_LINE = c_line("if ((p = malloc(n)) == NULL)")[0]        # leak_native
 LIST_LINE = c_line("list = PyList_New(n);")[0]                  # new_list
+STRDUP_LINE = c_line("if ((copy = strdup(text)) == NULL)  /*")[0]  # leak_strdup
 
 
 def leak_pymem(leaky):
@@ -55,9 +56,14 @@ def leak_list(leaky):
     leaky.leak_new_list(3)                          # LIST_CALL
 
 
+def leak_strdup(leaky):
+    leaky.leak_strdup("s" * 3000)                   # STRDUP_CALL
+
+
 PYMEM_CALL = leak_pymem.__code__.co_firstlineno + 1
 NATIVE_CALL = leak_native.__code__.co_firstlineno + 1
 LIST_CALL = leak_list.__code__.co_firstlineno + 1
+STRDUP_CALL = leak_strdup.__code__.co_firstlineno + 1
 
 
 def site_of(diagnosis, function):
@@ -72,7 +78,10 @@ def site_of(diagnosis, function):
      PYMEM_CALL),
     (leak_native, ["native_bytes"], "leak_native", MALLOC_LINE, 5000,
      NATIVE_CALL),
-], ids=["PyMem_Malloc", "malloc"])
+    # glibc's strdup() mallocs for its caller: the line is the caller's.
+    (leak_strdup, ["native_bytes"], "leak_strdup", STRDUP_LINE, 3001,
+     STRDUP_CALL),
+], ids=["PyMem_Malloc", "malloc", "strdup"])
 def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
                                          line, size, call):
     with pytest.raises(leakcheck.LeakError) as info:
@@ -92,6 +101,38 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
     assert f"called from {os.path.relpath(__file__)}:{call} " \
            f"{func.__name__}" in text
     assert diagnosis.to_dict()["native"][0] == site
+
+
+@pytest.mark.parametrize("function, filename", [
+    ("__GI___strdup", "./string/strdup.c"),
+    ("__strdup", ""),
+    ("strdup", "<unknown>"),
+    ("strndup", ""),
+    ("__vasprintf_internal", "./libio/vasprintf.c"),
+    ("___asprintf", "./stdio-common/asprintf.c"),
+    ("__libc_malloc", "./malloc/malloc.c"),
+    ("operator new(unsigned long)",
+     "../../../../src/libstdc++-v3/libsupc++/new_op.cc"),
+    ("_Znwm", ""),
+    ("xdup", "/build/glibc-2.36/string/xdup.c"),
+], ids=lambda v: v or "no-file")
+def test_the_c_runtimes_helpers_are_skipped_to_the_users_frame(function,
+                                                               filename):
+    from leakcheck._evidence.native import _site
+    user = ("parse", "/src/ext/parse.c", 41, False)
+    stack = [(function, filename, 42, False), user,
+             ("cfunction_call", "Objects/methodobject.c", 1, False),
+             ("test_parse", __file__, 7, True)]
+    site = _site(stack, ((), ()))
+    assert (site["function"], site["file"], site["line"]) == \
+        ("parse", "/src/ext/parse.c", 41)
+
+
+def test_a_users_function_is_not_taken_for_the_runtimes():
+    from leakcheck._evidence.native import _theirs
+    assert not _theirs("checksum", "/src/ext/string/checksum.c")
+    assert not _theirs("checksum", "")      # no debug info, not libc's
+    assert not _theirs("strings_new", "src/strings.c")
 
 
 @needs_memray
