@@ -158,11 +158,22 @@ def _reason(error):
 def _track(memray, path, run, count):
     """Runs the code `count` times under a tracker writing to `path`, then
     settles and collects inside it, so that what only waited for a
-    collection is freed before tracking stops."""
+    collection is freed before tracking stops.
+
+    Each run follows a full collection, which also empties CPython's free
+    lists (dicts, lists, tuples, floats...): an object the code takes from
+    a free list is one memray never sees allocated (it was, before
+    tracking began, by someone else), so a dict leaked by C code would
+    have no line; taken fresh, its PyDict_New() has one."""
     _core.Snapshot(0)
+    failure = None
     with memray.Tracker(path, native_traces=True,
                         trace_python_allocators=True, follow_fork=False):
-        failure = run(count)
+        for _ in range(count):
+            _core.Snapshot(0)
+            failure = run(1)
+            if failure is not None:
+                break
         _core.Snapshot(0)
     return failure
 
@@ -368,18 +379,21 @@ def _site(stack, ignore):
     """The site of an allocation from its hybrid stack (innermost first),
     or None when no C code of the user's made it, or a harness did."""
     user = None
+    via = None                    # what the user's frame called
     python = []                   # the Python frames outwards, innermost first
     for function, filename, lineno, is_python in stack:
         if user is None and os.path.basename(filename) in _TRACEMALLOC_SOURCES:
             # tracemalloc's own bookkeeping, whoever started it.
             return {"file": None, "line": None, "function": _TRACEMALLOC,
-                    "caller": None}
+                    "caller": None, "via": None}
         if is_python:
             if user is None:
                 return None       # Python code allocated it
             python.append((filename, lineno, function))
         elif user is None and not _theirs(function, filename):
             user = (function, filename, lineno)
+        elif user is None:
+            via = function
     if user is None:
         return None
     caller = None
@@ -394,7 +408,24 @@ def _site(stack, ignore):
     debug = filename not in ("", "<unknown>") and lineno > 0
     return {"file": filename if debug else None,
             "line": lineno if debug else None,
-            "function": function, "caller": caller}
+            "function": function, "caller": caller,
+            "via": _api(via)}
+
+
+def _api(function):
+    """`function` when it is a function of CPython's C API or of the C
+    library (PyDict_New, PyUnicode_FromFormat, strdup; glibc's internal
+    alias __GI___strdup read as strdup): what the user's code called to
+    allocate, which names what it made.  None for CPython's internal
+    functions (new_dict, gc_alloc), which do not."""
+    if not function:
+        return None
+    if function.startswith("__GI_"):
+        function = function[len("__GI_"):].lstrip("_")
+    if function.startswith(("Py", "_Py")) or function in _ALLOCATORS \
+            or _runtime_symbol(function):
+        return function
+    return None
 
 
 # ---- the object file of a function ----------------------------------------

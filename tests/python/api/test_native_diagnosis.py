@@ -42,6 +42,7 @@ PYMEM_LINE = c_line("if ((p = PyMem_Malloc(n)) == NULL)")[0]   # leak_pymem
 MALLOC_LINE = c_line("if ((p = malloc(n)) == NULL)")[0]        # leak_native
 LIST_LINE = c_line("list = PyList_New(n);")[0]                  # new_list
 STRDUP_LINE = c_line("if ((copy = strdup(text)) == NULL)  /*")[0]  # leak_strdup
+DICT_LINE = c_line("if ((dict = PyDict_New()) == NULL)")[0]     # str_dict
 
 
 def leak_pymem(leaky):
@@ -93,6 +94,10 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
     assert site["objects"] == [leaky.__file__]
     assert site["caller"] == {"file": __file__, "line": call,
                               "function": func.__name__}
+    if function == "leak_strdup":
+        # What it called, named without glibc's alias (__GI___strdup).
+        assert site["via"] == "strdup"
+        assert "3001 bytes in 1 block, made by strdup()" in str(info.value)
     # The message says it, and the JSON-ready form carries it.
     text = str(info.value)
     assert (f"leakylib.c:{line} {function}() in "
@@ -143,6 +148,29 @@ def test_a_forgotten_object_is_named_at_its_c_line(leaky):
     site = sites[LEAKYLIB, LIST_LINE]
     assert site["function"] == "new_list" and site["blocks"] >= 1
     assert site["caller"]["line"] == LIST_CALL
+
+
+@needs_memray
+def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky):
+    # A dict of strings only is not tracked by the collector: objects does
+    # not grow and no census names its type.  Taken from CPython's free
+    # list, memray would see no allocation of it: the diagnosis empties
+    # the free lists before each run, and PyDict_New() names it.
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(lambda: leaky.leak_str_dict(3))
+    assert "objects" not in info.value.diagnosis.leaking
+    assert {"blocks", "py_allocs"} <= set(info.value.diagnosis.leaking)
+    diagnosis = info.value.diagnosis
+    assert diagnosis.objects == []
+    sites = {(s["file"], s["line"]): s for s in diagnosis.native}
+    site = sites[LEAKYLIB, DICT_LINE]
+    assert site["function"] == "str_dict" and site["via"] == "PyDict_New"
+    assert site["blocks"] == 1
+    text = str(info.value)
+    assert (f"leakylib.c:{DICT_LINE} str_dict()" in text
+            and "made by PyDict_New()" in text), text
+    assert any(n.startswith("no type: what grew is no object the garbage "
+                            "collector tracks") for n in diagnosis.notes)
 
 
 @needs_memray
