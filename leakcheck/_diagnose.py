@@ -71,6 +71,10 @@ class Diagnosis:
         #   the C API or C library function the site called (PyDict_New,
         #   strdup), which names what it made, or None
         self.native: list[dict[str, Any]] = []
+        # [{"file", "line", "function", "bytes"}]: Python lines that ran
+        # when the C heap grew for good, bytes per run, when memray named
+        # no C site (a call through ctypes or cffi, or no memray)
+        self.heap_lines: list[dict[str, Any]] = []
         self.capture: Optional[str] = None      # memray's capture, when kept
         self.notes: list[str] = []
         # The objects the re-runs made that are still alive, oldest first,
@@ -81,6 +85,7 @@ class Diagnosis:
         self.survivors_allocated: Optional[list[Any]] = None
 
     _KEYS = ("leaking", "runs", "objects", "allocations", "native",
+             "heap_lines",
              "refcounts", "garbage", "fds", "threads", "chains", "notes",
              "capture")
 
@@ -126,6 +131,12 @@ class Diagnosis:
                        "run, most first:")
             for site in self.native:
                 out += _native_site(site)
+        if self.heap_lines:
+            out.append("Python lines that ran when the C heap grew and kept "
+                       "it (no C frame of it seen), per run, most first:")
+            out += [f"  {_shown(entry['file'])}:{entry['line']} "
+                    f"{entry['function']}: +{entry['bytes']} bytes"
+                    for entry in self.heap_lines]
         if self.refcounts:
             out.append(f"objects whose reference count grew ({how}):")
             out += [f"  {_per_run(entry['delta'], runs)}  {entry['object']}"

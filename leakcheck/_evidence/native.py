@@ -31,6 +31,7 @@ import tracemalloc
 from .. import _core
 from . import TOP, Evidence
 from .frames import charged_frame, ignored, owned_elsewhere
+from .heaplines import heap_lines
 
 __all__ = ["NativeAllocations"]
 
@@ -44,6 +45,11 @@ NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
                       "the C lines show with the functions")
 NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
                    "re-run")
+NOTE_VIA_POINTER = (
+    "memray saw no allocation from C code that survived every re-run: "
+    "memory allocated through a function pointer from dlsym() (ctypes, "
+    "cffi) bypasses its hooks; the Python lines that made the calls are "
+    "given")
 NOTE_TRACEMALLOC = (
     "what survived in the C heap includes CPython's tracemalloc's own memory "
     "(the code runs tracemalloc): on CPython 3.10 to 3.12 tracemalloc.stop() "
@@ -80,8 +86,21 @@ class NativeAllocations(Evidence):
         self.capture = None
         self.note = None
         self.tracemalloc = False    # tracemalloc's own memory outlived it
+        self.lines = []             # heap_lines(), when memray named none
+        self.line_note = None
 
     def own_runs(self, run):
+        failure = self._memray_runs(run)
+        if (failure is None and not self.sites and not self.tracemalloc
+                and "native_bytes" in self.request.leaking
+                and not tracemalloc.is_tracing()):
+            # memray saw no C frame of it (a call through ctypes or cffi),
+            # or did not run: the Python lines, from the heap itself.
+            self.lines, self.line_note, failure = heap_lines(
+                run, max(2, self.request.runs), ignored(self.request.ignore))
+        return failure
+
+    def _memray_runs(self, run):
         global _memray_used
         if tracemalloc.is_tracing() and not _memray_used:
             self.note = NOTE_TEST_TRACES
@@ -124,8 +143,11 @@ class NativeAllocations(Evidence):
 
     def fill(self, diagnosis):
         diagnosis.capture = self.capture
+        diagnosis.heap_lines = self.lines
         if self.note:
             diagnosis.notes.append(self.note)
+        if self.line_note:
+            diagnosis.notes.append(self.line_note)
         if self.sites is None:
             return
         diagnosis.native = self.sites
@@ -141,7 +163,8 @@ class NativeAllocations(Evidence):
             diagnosis.notes.append(NOTE_TRACEMALLOC)
         elif (not self.sites and "native_bytes" in self.request.leaking
                 and not diagnosis.allocations):
-            diagnosis.notes.append(NOTE_NONE_FOUND)
+            diagnosis.notes.append(NOTE_VIA_POINTER if self.lines
+                                   else NOTE_NONE_FOUND)
 
 
 def _why_not(error):

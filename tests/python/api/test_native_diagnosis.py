@@ -173,6 +173,59 @@ def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky):
                             "collector tracks") for n in diagnosis.notes)
 
 
+def _libc_malloc():
+    import ctypes
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+def ctypes_leak(libc):
+    libc.malloc(4096)                               # CTYPES_CALL
+
+
+def ctypes_clean(libc):
+    block = libc.malloc(4096)
+    scratch = libc.malloc(8192)                     # freed on the next line
+    libc.free(scratch)
+    libc.free(block)
+
+
+CTYPES_CALL = ctypes_leak.__code__.co_firstlineno + 1
+
+
+def test_a_malloc_through_ctypes_names_the_python_line():
+    # ctypes calls malloc through a pointer from dlsym(), which memray's
+    # hooks never see: the diagnosis finds the line from the heap itself.
+    libc = _libc_malloc()
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(ctypes_leak, libc)
+    diagnosis = info.value.diagnosis
+    assert diagnosis.leaking == ["native_bytes"]
+    assert diagnosis.native == []
+    lines = diagnosis.heap_lines
+    assert lines[0]["file"] == __file__ and lines[0]["line"] == CTYPES_CALL
+    assert lines[0]["function"] == "ctypes_leak"
+    assert 4096 <= lines[0]["bytes"] <= 4096 + 64          # the chunk
+    assert len(lines) == 1, lines
+    text = str(info.value)
+    assert (f"  {os.path.relpath(__file__)}:{CTYPES_CALL} ctypes_leak: "
+            f"+{lines[0]['bytes']} bytes") in text, text
+    if memray is not None:
+        assert any("bypasses its hooks" in n for n in diagnosis.notes)
+    assert diagnosis.to_dict()["heap_lines"] == lines
+
+
+def test_memory_a_line_takes_and_a_later_one_frees_is_not_charged():
+    libc = _libc_malloc()
+    ctypes_clean(libc)
+    diagnosis = leakcheck.diagnose(lambda: ctypes_clean(libc),
+                                   ["native_bytes"])
+    assert diagnosis.heap_lines == []
+
+
 @needs_memray
 def test_what_python_code_keeps_has_no_c_line():
     kept = []
