@@ -380,3 +380,40 @@ def test_fds_and_garbage_count_the_compared_runs_only(leaky,
     assert diagnosis.native                       # memray ran
     assert len(diagnosis.fds) == 2                # one per compared run
     assert diagnosis.garbage[0]["new"] == 4       # 2 objects x 2 runs
+
+
+def test_the_line_tracer_gives_up_on_long_runs_and_says_so(monkeypatch):
+    from leakcheck._evidence import heaplines
+    monkeypatch.setattr(heaplines, "MAX_EVENTS", 50)
+    libc = _libc_malloc()
+
+    def busy():
+        for _ in range(100):
+            pass
+        libc.malloc(4096)
+
+    diagnosis = leakcheck.diagnose(busy, ["native_bytes"])
+    assert diagnosis.heap_lines == []
+    assert ("the Python lines of the C heap's growth were not looked for "
+            "past 50 trace events per run") in diagnosis.notes
+
+
+def test_another_tracer_is_left_alone_and_the_note_says_why():
+    libc = _libc_malloc()
+    seen = []
+
+    def theirs(frame, event, arg):
+        seen.append(event)
+        return None
+
+    sys.settrace(theirs)
+    try:
+        diagnosis = leakcheck.diagnose(lambda: ctypes_leak(libc),
+                                       ["native_bytes"])
+    finally:
+        sys.settrace(None)
+    assert diagnosis.heap_lines == []
+    assert any(n.startswith("no Python line for the C heap's growth: "
+                            "another trace function is set")
+               for n in diagnosis.notes)
+    assert seen                     # still theirs, all along
