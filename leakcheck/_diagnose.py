@@ -67,8 +67,14 @@ class Diagnosis:
         #   "unseen_refs"}]
         self.chains: list[dict[str, Any]] = []
         # [{"file", "line", "function", "objects", "bytes", "blocks",
-        #   "caller"}]: C sites, bytes and blocks per run
+        #   "caller", "via"}]: C sites, bytes and blocks per run; "via" is
+        #   the C API or C library function the site called (PyDict_New,
+        #   strdup), which names what it made, or None
         self.native: list[dict[str, Any]] = []
+        # [{"file", "line", "function", "bytes"}]: Python lines that ran
+        # when the C heap grew for good, bytes per run, when memray named
+        # no C site (a call through ctypes or cffi, or no memray)
+        self.heap_lines: list[dict[str, Any]] = []
         self.capture: Optional[str] = None      # memray's capture, when kept
         self.notes: list[str] = []
         # The objects the re-runs made that are still alive, oldest first,
@@ -79,6 +85,7 @@ class Diagnosis:
         self.survivors_allocated: Optional[list[Any]] = None
 
     _KEYS = ("leaking", "runs", "objects", "allocations", "native",
+             "heap_lines",
              "refcounts", "garbage", "fds", "threads", "chains", "notes",
              "capture")
 
@@ -124,6 +131,12 @@ class Diagnosis:
                        "run, most first:")
             for site in self.native:
                 out += _native_site(site)
+        if self.heap_lines:
+            out.append("Python lines that ran when the C heap grew and kept "
+                       "it (no C frame of it seen), per run, most first:")
+            out += [f"  {_shown(entry['file'])}:{entry['line']} "
+                    f"{entry['function']}: +{entry['bytes']} bytes"
+                    for entry in self.heap_lines]
         if self.refcounts:
             out.append(f"objects whose reference count grew ({how}):")
             out += [f"  {_per_run(entry['delta'], runs)}  {entry['object']}"
@@ -187,7 +200,8 @@ def _native_site(site: dict[str, Any]) -> list[str]:
     else:
         where = f"{site['function']}() in {objects or 'an unknown object'}"
     lines = [f"  {where}: {site['bytes']} bytes in {site['blocks']} "
-             f"block{'' if site['blocks'] == 1 else 's'}"]
+             f"block{'' if site['blocks'] == 1 else 's'}"
+             + (f", made by {site['via']}()" if site.get("via") else "")]
     caller = site["caller"]
     if caller:
         lines.append(f"    called from {_shown(caller['file'])}:"
@@ -304,6 +318,7 @@ def diagnose(run_once: Callable[[], object],
     for kind in kinds:
         diagnosis.notes += kind.notes()
     _refs_note(diagnosis, leaking)
+    _untracked_note(diagnosis, leaking)
     return diagnosis
 
 
@@ -328,6 +343,26 @@ def _refs_note(diagnosis, leaking):
         diagnosis.notes.append(
             "refs grew with no object gaining references the collector can "
             "see: a reference count leak on an object only C code holds")
+
+
+NOTE_UNTRACKED = (
+    "no type: what grew is no object the garbage collector tracks (a str, "
+    "bytes or int, a dict or tuple holding only such, or memory that is no "
+    "object), and only tracked objects are counted by type; {where}")
+
+
+def _untracked_note(diagnosis, leaking):
+    if diagnosis.objects or not leaking & {"refs", "blocks", "py_allocs",
+                                          "py_bytes"}:
+        return
+    if any(site.get("via") for site in diagnosis.native):
+        where = ("the C lines above say where it was made and by which "
+                 "function (\"made by\")")
+    elif diagnosis.native or diagnosis.allocations:
+        where = "the lines above say where it was made"
+    else:
+        return          # the other notes say why no line is given
+    diagnosis.notes.append(NOTE_UNTRACKED.format(where=where))
 
 
 def _settle_and_collect():
@@ -378,4 +413,5 @@ def diagnose_after(leaking, deltas):
             "again under leakcheck.repeat() or with leakcheck.scope() as a "
             "decorator: a failing check then re-runs it under memray")
     _refs_note(diagnosis, leaking)
+    _untracked_note(diagnosis, leaking)
     return diagnosis

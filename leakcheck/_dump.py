@@ -8,7 +8,10 @@ The format is JSON lines, UTF-8.  The first line is the header:
      "python": version, "leaking": [probes], "deltas": {probe: [per run]},
      "runs": re-runs the diagnosis made, "objects": lines that follow,
      "truncated": true when more were found than LIMIT,
-     "capture": memray capture file or null}
+     "capture": memray capture file or null,
+     "fds": [{"fd": number, "target": what /proc/self/fd names: a path,
+              "socket:[inode]", "pipe:[inode]", ...}] the re-runs left
+             open (absent in dumps written before it was added)}
 
 Each line after it is one object that the diagnosis' re-runs created and
 that survived them, as found among the objects the garbage collector
@@ -307,7 +310,8 @@ def write_dump(directory: PathLike, test_id: str, diagnosis: "Diagnosis",
         "python": ".".join(map(str, sys.version_info[:3])),
         "leaking": list(diagnosis.leaking), "deltas": dict(deltas or {}),
         "runs": diagnosis.runs, "objects": len(entries),
-        "truncated": truncated, "capture": capture}
+        "truncated": truncated, "capture": capture,
+        "fds": [dict(entry) for entry in getattr(diagnosis, "fds", ())]}
     write_text(path, "".join(json.dumps(line) + "\n"
                              for line in [header] + entries))
     return path
@@ -377,6 +381,12 @@ def _odd_header(header):
         return "has \"deltas\" that are not lists of integers by probe"
     if header.get("objects") is not None and not _is_size(header["objects"]):
         return "has an \"objects\" count that is not an integer"
+    fds = header.get("fds")
+    if fds is not None and not (isinstance(fds, list) and all(
+            isinstance(e, dict) and _is_size(e.get("fd"))
+            and isinstance(e.get("target"), str) for e in fds)):
+        return ("has \"fds\" that are not a list of {\"fd\": integer, "
+                "\"target\": string}")
     return None
 
 
@@ -419,10 +429,12 @@ def summary(dump, top=20):
                                if isinstance(d, int))
             for p in leaking))
     extra = " (cut short: more were found)" if dump.get("truncated") else ""
+    fds = _fd_lines(dump)
     if not objects:
-        lines.append("no surviving objects listed (they are looked for "
-                      "when objects or allocator probes leak)")
-        return lines + _capture_line(dump)
+        if not fds:
+            lines.append("no surviving objects listed (they are looked for "
+                         "when objects or allocator probes leak)")
+        return lines + fds + _capture_line(dump)
     lines.append(f"Total {len(objects)} objects{extra}, {len(by_type)} "
                  f"types, Total size = {_bytes(total)} ({total} bytes)")
     lines.append(f"{'Index':>5} {'Count':>7} {'%':>3} {'Size':>10} {'%':>3} "
@@ -446,7 +458,15 @@ def summary(dump, top=20):
     if held_lines:
         lines.append("Held by (the commonest chain of each largest type):")
         lines += held_lines
-    return lines + _capture_line(dump)
+    return lines + fds + _capture_line(dump)
+
+
+def _fd_lines(dump):
+    fds = dump.get("fds") or []
+    if not fds:
+        return []
+    return (["file descriptors the re-runs left open (fd -> what it is):"]
+            + [f"  {entry['fd']} -> {entry['target']}" for entry in fds])
 
 
 def _capture_line(dump):

@@ -34,6 +34,7 @@ SECTION_TITLES = {
     "allocations": "Where the surviving memory was allocated (Python lines)",
     "native": "Where the native memory was allocated (C lines)",
     "native_sites": "Where the native memory was allocated (C lines)",
+    "heap_lines": "Python lines that ran when the C heap grew",
     "refcounts": "Objects whose reference count grew",
     "garbage": "Uncollectable objects in gc.garbage",
     "fds": "New file descriptors",

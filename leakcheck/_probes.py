@@ -67,14 +67,6 @@ DEFAULT_PROBES: Tuple[str, ...] = ("refs", "blocks", "py_bytes", "py_allocs", "o
 if sys.version_info < (3, 11):
     DEFAULT_PROBES = tuple(p for p in DEFAULT_PROBES if p != "py_bytes")
 
-# A scope's default tolerances where this API's differ from the C
-# engine's, which tolerates no native growth at all: in a Python process
-# the interpreter's own C code grows the C heap once by a few dozen bytes
-# around clean code (+32 bytes measured around re, an open/close, a joined
-# thread), which one delta cannot tell from a leak.  A series is not
-# affected: it needs growth in every run.
-SCOPE_TOLERANCES = {"native_bytes": 4096}
-
 Snapshot = _core.Snapshot
 Mapping.register(Snapshot)
 
@@ -95,10 +87,7 @@ def unsupported() -> Optional[str]:
 
 def probes() -> list[ProbeInfo]:
     """Every probe, available here or not, with the reason when not."""
-    infos = [ProbeInfo(*_core.probe_info(i)) for i in range(len(PROBE_NAMES))]
-    return [info._replace(tolerance=SCOPE_TOLERANCES.get(info.name,
-                                                         info.tolerance))
-            for info in infos]
+    return [ProbeInfo(*_core.probe_info(i)) for i in range(len(PROBE_NAMES))]
 
 
 def snapshot(probes: ProbeNames = None) -> Snapshot:
@@ -192,15 +181,6 @@ def check_count(value, argname, minimum, maximum=None):
     if maximum is not None and value > maximum:
         raise ValueError(f"{argname} must be <= {maximum}, got {value}")
     return value
-
-
-def scope_tolerances(tolerance, names):
-    """tolerances() for a scope: SCOPE_TOLERANCES where the call sets
-    none."""
-    result = {name: value for name, value in SCOPE_TOLERANCES.items()
-              if name in names}
-    result.update(tolerances(tolerance, names))
-    return result
 
 
 def tolerances(tolerance, names, argname="tolerance"):

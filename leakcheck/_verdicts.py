@@ -20,8 +20,7 @@ from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
 from ._probes import (ProbeInfo, ProbeNames, Tolerance, check_count,
-                      index_of, names_of, readable_mask, scope_tolerances,
-                      tolerances)
+                      index_of, names_of, readable_mask, tolerances)
 
 __all__ = ["scope", "Series", "repeat"]
 
@@ -264,7 +263,7 @@ class scope:
                  name: Optional[str] = None) -> None:
         self._mask = readable_mask(probes)
         self._asked = names_of(self._mask)
-        self._tolerance = scope_tolerances(tolerance, self._asked)
+        self._tolerance = tolerances(tolerance, self._asked)
         self._settings = (probes, tolerance)
         self.name = name
         self._core = None

@@ -31,6 +31,7 @@ import tracemalloc
 from .. import _core
 from . import TOP, Evidence
 from .frames import charged_frame, ignored, owned_elsewhere
+from .heaplines import heap_lines
 
 __all__ = ["NativeAllocations"]
 
@@ -44,6 +45,11 @@ NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
                       "the C lines show with the functions")
 NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
                    "re-run")
+NOTE_VIA_POINTER = (
+    "memray saw no allocation from C code that survived every re-run: "
+    "memory allocated through a function pointer from dlsym() (ctypes, "
+    "cffi) bypasses its hooks; the Python lines that made the calls are "
+    "given")
 NOTE_TRACEMALLOC = (
     "what survived in the C heap includes CPython's tracemalloc's own memory "
     "(the code runs tracemalloc): on CPython 3.10 to 3.12 tracemalloc.stop() "
@@ -80,8 +86,21 @@ class NativeAllocations(Evidence):
         self.capture = None
         self.note = None
         self.tracemalloc = False    # tracemalloc's own memory outlived it
+        self.lines = []             # heap_lines(), when memray named none
+        self.line_note = None
 
     def own_runs(self, run):
+        failure = self._memray_runs(run)
+        if (failure is None and not self.sites and not self.tracemalloc
+                and "native_bytes" in self.request.leaking
+                and not tracemalloc.is_tracing()):
+            # memray saw no C frame of it (a call through ctypes or cffi),
+            # or did not run: the Python lines, from the heap itself.
+            self.lines, self.line_note, failure = heap_lines(
+                run, max(2, self.request.runs), ignored(self.request.ignore))
+        return failure
+
+    def _memray_runs(self, run):
         global _memray_used
         if tracemalloc.is_tracing() and not _memray_used:
             self.note = NOTE_TEST_TRACES
@@ -124,8 +143,11 @@ class NativeAllocations(Evidence):
 
     def fill(self, diagnosis):
         diagnosis.capture = self.capture
+        diagnosis.heap_lines = self.lines
         if self.note:
             diagnosis.notes.append(self.note)
+        if self.line_note:
+            diagnosis.notes.append(self.line_note)
         if self.sites is None:
             return
         diagnosis.native = self.sites
@@ -141,7 +163,8 @@ class NativeAllocations(Evidence):
             diagnosis.notes.append(NOTE_TRACEMALLOC)
         elif (not self.sites and "native_bytes" in self.request.leaking
                 and not diagnosis.allocations):
-            diagnosis.notes.append(NOTE_NONE_FOUND)
+            diagnosis.notes.append(NOTE_VIA_POINTER if self.lines
+                                   else NOTE_NONE_FOUND)
 
 
 def _why_not(error):
@@ -158,11 +181,22 @@ def _reason(error):
 def _track(memray, path, run, count):
     """Runs the code `count` times under a tracker writing to `path`, then
     settles and collects inside it, so that what only waited for a
-    collection is freed before tracking stops."""
+    collection is freed before tracking stops.
+
+    Each run follows a full collection, which also empties CPython's free
+    lists (dicts, lists, tuples, floats...): an object the code takes from
+    a free list is one memray never sees allocated (it was, before
+    tracking began, by someone else), so a dict leaked by C code would
+    have no line; taken fresh, its PyDict_New() has one."""
     _core.Snapshot(0)
+    failure = None
     with memray.Tracker(path, native_traces=True,
                         trace_python_allocators=True, follow_fork=False):
-        failure = run(count)
+        for _ in range(count):
+            _core.Snapshot(0)
+            failure = run(1)
+            if failure is not None:
+                break
         _core.Snapshot(0)
     return failure
 
@@ -266,7 +300,27 @@ _ENTRY_POINTS = frozenset({"_start", "main", "start_thread", "clone",
 _ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
                          "reallocarray", "posix_memalign", "aligned_alloc",
                          "memalign", "valloc", "pvalloc", "strdup",
-                         "strndup"})
+                         "strndup", "__strdup", "__strndup", "wcsdup",
+                         "asprintf", "vasprintf", "__asprintf",
+                         "__vasprintf_internal", "__vasprintf",
+                         "open_memstream", "getline", "getdelim",
+                         "realpath", "canonicalize_file_name"})
+# The C and C++ runtimes' helpers that allocate for their caller: their
+# frames are skipped to the caller's, with or without debug information
+# for the runtime.  glibc's internal aliases (__GI___strdup), its
+# sources as its debug information names them ("./string/strdup.c",
+# "../sysdeps/...", "/build/glibc-2.36/..."), libstdc++'s and libgcc's.
+_RUNTIME_PREFIXES = ("__GI_", "__libc_", "__GI___libc", "_IO_", "__vasprintf",
+                     "operator new", "operator delete", "__cxa_",
+                     "_Znw", "_Zna", "__gnu_cxx::", "std::")
+_GLIBC_TOP = frozenset({
+    "string", "malloc", "libio", "stdio-common", "sysdeps", "misc", "stdlib",
+    "posix", "nptl", "elf", "io", "iconv", "intl", "locale", "wcsmbs",
+    "time", "dirent", "resolv", "inet", "nss", "argp", "csu", "dlfcn",
+    "login", "pwd", "grp", "shadow", "signal", "setjmp", "termios"})
+_RUNTIME_SOURCES = ("glibc-", "libstdc++-v3/", "libsupc++/", "libgcc/",
+                    "gcc/libgcc", "/glibc/")
+_RUNTIME_OBJECTS = ("libc.so.6", "libstdc++.so.6", "libgcc_s.so.1")
 
 
 def _memrays(path):
@@ -278,9 +332,11 @@ def _memrays(path):
 
 
 def _theirs(function, filename):
-    """True for a native frame of memray, of the allocator or of CPython
-    itself."""
+    """True for a native frame of memray, of the allocator, of the C or
+    C++ runtime or of CPython itself."""
     if _memrays(filename) or function.startswith("memray::"):
+        return True
+    if _runtimes(function, filename):
         return True
     name = filename
     while name.startswith(("./", "../")):
@@ -289,28 +345,78 @@ def _theirs(function, filename):
         return True
     if filename in ("", "<unknown>") or not os.path.isabs(filename):
         # No debug information: known by name only.
-        return (function.startswith(("Py", "_Py", "__libc", "_dl_"))
-                or function in _ALLOCATORS or function in _ENTRY_POINTS
-                or function in ("", "<unknown>"))
+        return (function.startswith(("Py", "_Py", "_dl_"))
+                or function in _ENTRY_POINTS
+                or function in ("", "<unknown>")
+                or (filename in ("", "<unknown>")
+                    and _runtime_symbol(function)))
     return False
+
+
+def _runtimes(function, filename):
+    """True for a frame of the C library's or the C++ runtime's helpers
+    (strdup, asprintf, operator new...), known by its name or by the
+    source path their debug information gives."""
+    if function in _ALLOCATORS or function.startswith(_RUNTIME_PREFIXES):
+        return True
+    if not filename or filename == "<unknown>":
+        return False
+    if any(part in filename for part in _RUNTIME_SOURCES):
+        return True
+    if filename.startswith(("./", "../")):
+        # glibc's debug information names its sources relative to its
+        # source tree: "./string/strdup.c", "../sysdeps/x86_64/...".
+        name = filename
+        while name.startswith(("./", "../")):
+            name = name.split("/", 1)[1]
+        return name.split("/", 1)[0] in _GLIBC_TOP
+    return False
+
+
+_runtime_symbols = {}
+
+
+def _runtime_symbol(function):
+    """True when `function` names a symbol of the C library, libstdc++ or
+    libgcc as loaded in this process (a frame without debug information:
+    its object is not given, its name is)."""
+    if function not in _runtime_symbols:
+        import ctypes
+        found = False
+        for name in _RUNTIME_OBJECTS:
+            try:
+                lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            except OSError:
+                continue            # not loaded here
+            try:
+                getattr(lib, function)
+            except (AttributeError, ValueError):
+                continue
+            found = True
+            break
+        _runtime_symbols[function] = found
+    return _runtime_symbols[function]
 
 
 def _site(stack, ignore):
     """The site of an allocation from its hybrid stack (innermost first),
     or None when no C code of the user's made it, or a harness did."""
     user = None
+    via = None                    # what the user's frame called
     python = []                   # the Python frames outwards, innermost first
     for function, filename, lineno, is_python in stack:
         if user is None and os.path.basename(filename) in _TRACEMALLOC_SOURCES:
             # tracemalloc's own bookkeeping, whoever started it.
             return {"file": None, "line": None, "function": _TRACEMALLOC,
-                    "caller": None}
+                    "caller": None, "via": None}
         if is_python:
             if user is None:
                 return None       # Python code allocated it
             python.append((filename, lineno, function))
         elif user is None and not _theirs(function, filename):
             user = (function, filename, lineno)
+        elif user is None:
+            via = function
     if user is None:
         return None
     caller = None
@@ -325,7 +431,24 @@ def _site(stack, ignore):
     debug = filename not in ("", "<unknown>") and lineno > 0
     return {"file": filename if debug else None,
             "line": lineno if debug else None,
-            "function": function, "caller": caller}
+            "function": function, "caller": caller,
+            "via": _api(via)}
+
+
+def _api(function):
+    """`function` when it is a function of CPython's C API or of the C
+    library (PyDict_New, PyUnicode_FromFormat, strdup; glibc's internal
+    alias __GI___strdup read as strdup): what the user's code called to
+    allocate, which names what it made.  None for CPython's internal
+    functions (new_dict, gc_alloc), which do not."""
+    if not function:
+        return None
+    if function.startswith("__GI_"):
+        function = function[len("__GI_"):].lstrip("_")
+    if function.startswith(("Py", "_Py")) or function in _ALLOCATORS \
+            or _runtime_symbol(function):
+        return function
+    return None
 
 
 # ---- the object file of a function ----------------------------------------

@@ -26,7 +26,16 @@ A report is one JSON object:
                ...]}
 
 "file" and "line" say where the test is defined (the path relative to
-"rootdir").  `python -m leakcheck gate` reads it.
+"rootdir").  "diagnosis" is null or leakcheck.Diagnosis.to_dict() of the
+leak's diagnosis: "leaking", "runs", "objects", "allocations" (Python
+lines), "native" (C lines: file, line, function, objects, bytes, blocks,
+caller, via: what the line called, as PyDict_New or strdup),
+"heap_lines" (Python lines that ran when the C heap grew for good, where
+memray saw no C frame: file, line, function, bytes), "refcounts",
+"garbage", "fds" ([{"fd": number, "target": what /proc/self/fd names
+it: a path, "socket:[inode]", "pipe:[inode]", "anon_inode:[eventfd]",
+...}] the re-runs left open), "threads", "chains", "notes", "capture".
+`python -m leakcheck gate` reads it.
 
 While the session runs, every test's start, record and end go to the
 journal REPORT.journal at once (leakcheck.journal): a process that dies

@@ -11,8 +11,9 @@ import pytest
 import leakcheck
 from leaks import RELEASE_BUILD, warm_after_profilers
 
-KEYS = {"leaking", "runs", "objects", "allocations", "native", "refcounts",
-        "garbage", "fds", "threads", "chains", "notes", "capture"}
+KEYS = {"leaking", "runs", "objects", "allocations", "native", "heap_lines",
+        "refcounts", "garbage", "fds", "threads", "chains", "notes",
+        "capture"}
 
 
 def leak_lists(leaky):

@@ -41,6 +41,8 @@ def c_line(marker):
 PYMEM_LINE = c_line("if ((p = PyMem_Malloc(n)) == NULL)")[0]   # leak_pymem
 MALLOC_LINE = c_line("if ((p = malloc(n)) == NULL)")[0]        # leak_native
 LIST_LINE = c_line("list = PyList_New(n);")[0]                  # new_list
+STRDUP_LINE = c_line("if ((copy = strdup(text)) == NULL)  /*")[0]  # leak_strdup
+DICT_LINE = c_line("if ((dict = PyDict_New()) == NULL)")[0]     # str_dict
 
 
 def leak_pymem(leaky):
@@ -55,9 +57,14 @@ def leak_list(leaky):
     leaky.leak_new_list(3)                          # LIST_CALL
 
 
+def leak_strdup(leaky):
+    leaky.leak_strdup("s" * 3000)                   # STRDUP_CALL
+
+
 PYMEM_CALL = leak_pymem.__code__.co_firstlineno + 1
 NATIVE_CALL = leak_native.__code__.co_firstlineno + 1
 LIST_CALL = leak_list.__code__.co_firstlineno + 1
+STRDUP_CALL = leak_strdup.__code__.co_firstlineno + 1
 
 
 def site_of(diagnosis, function):
@@ -72,7 +79,10 @@ def site_of(diagnosis, function):
      PYMEM_CALL),
     (leak_native, ["native_bytes"], "leak_native", MALLOC_LINE, 5000,
      NATIVE_CALL),
-], ids=["PyMem_Malloc", "malloc"])
+    # glibc's strdup() mallocs for its caller: the line is the caller's.
+    (leak_strdup, ["native_bytes"], "leak_strdup", STRDUP_LINE, 3001,
+     STRDUP_CALL),
+], ids=["PyMem_Malloc", "malloc", "strdup"])
 def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
                                          line, size, call):
     with pytest.raises(leakcheck.LeakError) as info:
@@ -84,6 +94,10 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
     assert site["objects"] == [leaky.__file__]
     assert site["caller"] == {"file": __file__, "line": call,
                               "function": func.__name__}
+    if function == "leak_strdup":
+        # What it called, named without glibc's alias (__GI___strdup).
+        assert site["via"] == "strdup"
+        assert "3001 bytes in 1 block, made by strdup()" in str(info.value)
     # The message says it, and the JSON-ready form carries it.
     text = str(info.value)
     assert (f"leakylib.c:{line} {function}() in "
@@ -94,6 +108,38 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
     assert diagnosis.to_dict()["native"][0] == site
 
 
+@pytest.mark.parametrize("function, filename", [
+    ("__GI___strdup", "./string/strdup.c"),
+    ("__strdup", ""),
+    ("strdup", "<unknown>"),
+    ("strndup", ""),
+    ("__vasprintf_internal", "./libio/vasprintf.c"),
+    ("___asprintf", "./stdio-common/asprintf.c"),
+    ("__libc_malloc", "./malloc/malloc.c"),
+    ("operator new(unsigned long)",
+     "../../../../src/libstdc++-v3/libsupc++/new_op.cc"),
+    ("_Znwm", ""),
+    ("xdup", "/build/glibc-2.36/string/xdup.c"),
+], ids=lambda v: v or "no-file")
+def test_the_c_runtimes_helpers_are_skipped_to_the_users_frame(function,
+                                                               filename):
+    from leakcheck._evidence.native import _site
+    user = ("parse", "/src/ext/parse.c", 41, False)
+    stack = [(function, filename, 42, False), user,
+             ("cfunction_call", "Objects/methodobject.c", 1, False),
+             ("test_parse", __file__, 7, True)]
+    site = _site(stack, ((), ()))
+    assert (site["function"], site["file"], site["line"]) == \
+        ("parse", "/src/ext/parse.c", 41)
+
+
+def test_a_users_function_is_not_taken_for_the_runtimes():
+    from leakcheck._evidence.native import _theirs
+    assert not _theirs("checksum", "/src/ext/string/checksum.c")
+    assert not _theirs("checksum", "")      # no debug info, not libc's
+    assert not _theirs("strings_new", "src/strings.c")
+
+
 @needs_memray
 def test_a_forgotten_object_is_named_at_its_c_line(leaky):
     diagnosis = leakcheck.diagnose(lambda: leak_list(leaky), ["objects"])
@@ -102,6 +148,82 @@ def test_a_forgotten_object_is_named_at_its_c_line(leaky):
     site = sites[LEAKYLIB, LIST_LINE]
     assert site["function"] == "new_list" and site["blocks"] >= 1
     assert site["caller"]["line"] == LIST_CALL
+
+
+@needs_memray
+def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky):
+    # A dict of strings only is not tracked by the collector: objects does
+    # not grow and no census names its type.  Taken from CPython's free
+    # list, memray would see no allocation of it: the diagnosis empties
+    # the free lists before each run, and PyDict_New() names it.
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(lambda: leaky.leak_str_dict(3))
+    assert "objects" not in info.value.diagnosis.leaking
+    assert {"blocks", "py_allocs"} <= set(info.value.diagnosis.leaking)
+    diagnosis = info.value.diagnosis
+    assert diagnosis.objects == []
+    sites = {(s["file"], s["line"]): s for s in diagnosis.native}
+    site = sites[LEAKYLIB, DICT_LINE]
+    assert site["function"] == "str_dict" and site["via"] == "PyDict_New"
+    assert site["blocks"] == 1
+    text = str(info.value)
+    assert (f"leakylib.c:{DICT_LINE} str_dict()" in text
+            and "made by PyDict_New()" in text), text
+    assert any(n.startswith("no type: what grew is no object the garbage "
+                            "collector tracks") for n in diagnosis.notes)
+
+
+def _libc_malloc():
+    import ctypes
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+def ctypes_leak(libc):
+    libc.malloc(4096)                               # CTYPES_CALL
+
+
+def ctypes_clean(libc):
+    block = libc.malloc(4096)
+    scratch = libc.malloc(8192)                     # freed on the next line
+    libc.free(scratch)
+    libc.free(block)
+
+
+CTYPES_CALL = ctypes_leak.__code__.co_firstlineno + 1
+
+
+def test_a_malloc_through_ctypes_names_the_python_line():
+    # ctypes calls malloc through a pointer from dlsym(), which memray's
+    # hooks never see: the diagnosis finds the line from the heap itself.
+    libc = _libc_malloc()
+    with pytest.raises(leakcheck.LeakError) as info:
+        leakcheck.repeat(ctypes_leak, libc)
+    diagnosis = info.value.diagnosis
+    assert diagnosis.leaking == ["native_bytes"]
+    assert diagnosis.native == []
+    lines = diagnosis.heap_lines
+    assert lines[0]["file"] == __file__ and lines[0]["line"] == CTYPES_CALL
+    assert lines[0]["function"] == "ctypes_leak"
+    assert 4096 <= lines[0]["bytes"] <= 4096 + 64          # the chunk
+    assert len(lines) == 1, lines
+    text = str(info.value)
+    assert (f"  {os.path.relpath(__file__)}:{CTYPES_CALL} ctypes_leak: "
+            f"+{lines[0]['bytes']} bytes") in text, text
+    if memray is not None:
+        assert any("bypasses its hooks" in n for n in diagnosis.notes)
+    assert diagnosis.to_dict()["heap_lines"] == lines
+
+
+def test_memory_a_line_takes_and_a_later_one_frees_is_not_charged():
+    libc = _libc_malloc()
+    ctypes_clean(libc)
+    diagnosis = leakcheck.diagnose(lambda: ctypes_clean(libc),
+                                   ["native_bytes"])
+    assert diagnosis.heap_lines == []
 
 
 @needs_memray
@@ -258,3 +380,40 @@ def test_fds_and_garbage_count_the_compared_runs_only(leaky,
     assert diagnosis.native                       # memray ran
     assert len(diagnosis.fds) == 2                # one per compared run
     assert diagnosis.garbage[0]["new"] == 4       # 2 objects x 2 runs
+
+
+def test_the_line_tracer_gives_up_on_long_runs_and_says_so(monkeypatch):
+    from leakcheck._evidence import heaplines
+    monkeypatch.setattr(heaplines, "MAX_EVENTS", 50)
+    libc = _libc_malloc()
+
+    def busy():
+        for _ in range(100):
+            pass
+        libc.malloc(4096)
+
+    diagnosis = leakcheck.diagnose(busy, ["native_bytes"])
+    assert diagnosis.heap_lines == []
+    assert ("the Python lines of the C heap's growth were not looked for "
+            "past 50 trace events per run") in diagnosis.notes
+
+
+def test_another_tracer_is_left_alone_and_the_note_says_why():
+    libc = _libc_malloc()
+    seen = []
+
+    def theirs(frame, event, arg):
+        seen.append(event)
+        return None
+
+    sys.settrace(theirs)
+    try:
+        diagnosis = leakcheck.diagnose(lambda: ctypes_leak(libc),
+                                       ["native_bytes"])
+    finally:
+        sys.settrace(None)
+    assert diagnosis.heap_lines == []
+    assert any(n.startswith("no Python line for the C heap's growth: "
+                            "another trace function is set")
+               for n in diagnosis.notes)
+    assert seen                     # still theirs, all along

@@ -13,6 +13,12 @@
  *   py_allocs,    leak_rawmem(n)        PyMem_RawMalloc without free
  *   py_bytes
  *   native_bytes  leak_native(n)        malloc without free
+ *                 leak_strdup(s)        strdup without free (glibc's
+ *                                       strdup calls malloc)
+ *   blocks,       leak_str_dict(n)      a dict of n strings the C code
+ *   py_allocs                           keeps a reference to (a forgotten
+ *                                       Py_DECREF); a dict of strings only
+ *                                       is not tracked by the GC
  *   garbage       make_uncollectable()  a reference cycle of objects with
  *                                       a legacy finalizer (tp_del): the
  *                                       collector moves it to gc.garbage
@@ -227,6 +233,84 @@ clean_native(PyObject *mod, PyObject *arg)
         return PyErr_NoMemory();
     memset((char *)p, 0xef, n);
     free((char *)p);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+leak_strdup(PyObject *mod, PyObject *arg)
+{
+    const char *text = PyUnicode_AsUTF8(arg);
+    volatile char *copy;
+
+    if (text == NULL)
+        return NULL;
+    if ((copy = strdup(text)) == NULL)  /* and never freed */
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+clean_strdup(PyObject *mod, PyObject *arg)
+{
+    const char *text = PyUnicode_AsUTF8(arg);
+    char *copy;
+
+    if (text == NULL)
+        return NULL;
+    if ((copy = strdup(text)) == NULL)
+        return PyErr_NoMemory();
+    free(copy);
+    Py_RETURN_NONE;
+}
+
+/* ---- an object the GC does not track ------------------------------------- */
+
+/* A dict of n distinct strings: a dict whose keys and values are all
+ * atomic (here str) is not tracked by the GC, so `objects` misses it. */
+static PyObject *
+str_dict(PyObject *arg)
+{
+    Py_ssize_t i, n = PyLong_AsSsize_t(arg);
+    PyObject *dict;
+
+    if (n < 0)
+        return n == -1 && PyErr_Occurred() ? NULL
+               : (PyErr_SetString(PyExc_ValueError, "n must be >= 0"), NULL);
+    if ((dict = PyDict_New()) == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *key = PyUnicode_FromFormat("key-%zd", i);
+        PyObject *value = key ? PyUnicode_FromFormat("value-%zd", i) : NULL;
+        int rc = value ? PyDict_SetItem(dict, key, value) : -1;
+
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+    return dict;
+}
+
+static PyObject *
+leak_str_dict(PyObject *mod, PyObject *arg)
+{
+    PyObject *dict = str_dict(arg);
+
+    if (dict == NULL)
+        return NULL;
+    Py_RETURN_NONE;                     /* dict never released */
+}
+
+static PyObject *
+clean_str_dict(PyObject *mod, PyObject *arg)
+{
+    PyObject *dict = str_dict(arg);
+
+    if (dict == NULL)
+        return NULL;
+    Py_DECREF(dict);
     Py_RETURN_NONE;
 }
 
@@ -497,6 +581,12 @@ static PyMethodDef leakylib_methods[] = {
      "PyMem_RawMalloc(n) and PyMem_RawFree."},
     {"leak_native", leak_native, METH_O, "malloc(n), never freed."},
     {"clean_native", clean_native, METH_O, "malloc(n) and free."},
+    {"leak_strdup", leak_strdup, METH_O, "strdup(s), never freed."},
+    {"clean_strdup", clean_strdup, METH_O, "strdup(s) and free."},
+    {"leak_str_dict", leak_str_dict, METH_O,
+     "A dict of n strings (not GC-tracked), never released."},
+    {"clean_str_dict", clean_str_dict, METH_O,
+     "A dict of n strings, released."},
     {"make_uncollectable", make_uncollectable, METH_NOARGS,
      "A cycle of two Legacy objects (tp_del): it ends in gc.garbage."},
     {"make_collectable", make_collectable, METH_NOARGS,

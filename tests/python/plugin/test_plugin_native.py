@@ -70,3 +70,27 @@ def test_native_leaks_fail_with_the_default_probes(pytester, read_report,
     assert all(d >= 64 * 1024 for d in malloc["deltas"]["native_bytes"]), \
         malloc
     result.stdout.fnmatch_lines(["*test_malloc_forgotten*native_bytes*"])
+
+
+def test_a_malloc_through_ctypes_names_its_python_line(pytester,
+                                                       read_report):
+    # memray never sees ctypes' malloc (a pointer from dlsym()): the
+    # failure and the report name the Python line that made the call.
+    pytester.makepyfile(test_native=NATIVE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--leaks-report=r.json",
+        "-k", "test_malloc_forgotten")
+    assert result.ret == 1, result.stdout.str()
+    source = (pytester.path / "test_native.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1)
+                if "block = libc.malloc(64 * 1024)" in text)
+    _, recs = read_report()
+    lines = recs["test_native.py::test_malloc_forgotten"]["diagnosis"][
+        "heap_lines"]
+    assert lines and lines[0]["line"] == line, lines
+    assert lines[0]["function"] == "checksum"
+    assert lines[0]["file"].endswith("test_native.py")
+    assert lines[0]["bytes"] >= 64 * 1024
+    result.stdout.fnmatch_lines([
+        "Python lines that ran when the C heap grew and kept it*",
+        f"  test_native.py:{line} checksum: +* bytes"])
