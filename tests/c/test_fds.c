@@ -8,12 +8,12 @@
  *
  * With the tracer preloaded (LC_FDS_EXPECT=lines, run-sites.sh), each
  * leaked descriptor's line also names the line that opened it, marked
- * "opened:<mark>" below: through open, fopen, socket, socketpair and pipe,
- * in a scope and in a series; one opened and closed inside is named
- * nowhere, and a number given out again after a close names its new
- * opener.  LC_FDS_EXPECT=hint (no tracer): no line is named, and one line
- * says what to preload; none (a sanitizer): no line, no hint.  Unset
- * (make check's plain run): no line, and at most one hint.
+ * "opened:<mark>" below: through open, fopen, socket, socketpair, pipe,
+ * dup2 and fcntl, in a scope and in a series; one opened and closed
+ * inside is named nowhere, and a number given out again after a close
+ * names its new opener.  LC_FDS_EXPECT=hint (no tracer): no line is
+ * named, and one line says what to preload; none (a sanitizer): no line,
+ * no hint.  Unset (make check's plain run): no line, at most one hint.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -109,6 +109,26 @@ START_TEST(scope_closed_then_raw)
 }
 END_TEST
 
+/* A dup2 over a socket opened inside: the number names the dup2; a
+ * descriptor made by fcntl's F_DUPFD_CLOEXEC names the fcntl. */
+START_TEST(scope_dup2_over)
+{
+    int sock, fd, rc, copy;
+
+    LEAK_SCOPE_BEGIN_WITH(s, LC_PROBES(FDS));
+    sock = socket(AF_UNIX, SOCK_DGRAM, 0);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_ge(sock, 0);
+    ck_assert_int_ge(fd, 0);
+    rc = dup2(fd, sock);                        /* opened:dup2 */
+    ck_assert_int_eq(rc, sock);
+    copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);       /* opened:fcntl */
+    ck_assert_int_ge(copy, 0);
+    close(fd);
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
 START_TEST(repeat_file)
 {
     LEAK_REPEAT_WITH(r, 1, 3, LC_PROBES(FDS))
@@ -134,7 +154,8 @@ make_suite(void)
     Suite *s = suite_create("fds");
     const TTest *tests[] = {scope_file_and_pipe, scope_socket,
                             scope_fopen_socket, scope_reused,
-                            scope_closed_then_raw, repeat_file, scope_clean};
+                            scope_closed_then_raw, scope_dup2_over,
+                            repeat_file, scope_clean};
     size_t i;
 
     for (i = 0; i < sizeof tests / sizeof tests[0]; i++) {
@@ -250,6 +271,9 @@ judge_openers(const char *name, const char *msg)
         return all == 1 && opened_at(msg, "again", fn) == 1;
     if (strcmp(name, "scope_closed_then_raw") == 0)
         return all == 0;
+    if (strcmp(name, "scope_dup2_over") == 0)
+        return all == 2 && opened_at(msg, "dup2", fn) == 1 &&
+               opened_at(msg, "fcntl", fn) == 1;
     return all == 3 && opened_at(msg, "repeat", fn) == 3;
 }
 
@@ -276,7 +300,8 @@ judge(TestResult *tr, const char *mode)
         ok = files == 1 && pipes == 0 && sockets == 1;
     else if (strcmp(name, "scope_reused") == 0)
         ok = files == 1 && pipes == 0 && sockets == 0;
-    else if (strcmp(name, "scope_closed_then_raw") == 0)
+    else if (strcmp(name, "scope_closed_then_raw") == 0 ||
+             strcmp(name, "scope_dup2_over") == 0)
         ok = files == 2 && pipes == 0 && sockets == 0;
     else    /* three measured runs, one file each; not the warm-up's */
         ok = files == 3 && pipes == 0 && sockets == 0;
@@ -312,8 +337,8 @@ run(enum fork_status fork, const char *mode)
     results = srunner_results(sr);
     for (i = 0; i < n; i++)
         bad += !judge(results[i], mode);
-    if (n != 7) {
-        printf("FAIL %-9s ran %d tests, not 7\n", mode, n);
+    if (n != 8) {
+        printf("FAIL %-9s ran %d tests, not 8\n", mode, n);
         bad++;
     }
     free(results);
