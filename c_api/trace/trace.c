@@ -819,6 +819,63 @@ session_open(void)
     return session;
 }
 
+static int
+system_header(const char *file)
+{
+    return file != NULL && strncmp(file, "/usr/include/", 13) == 0;
+}
+
+/* Where code inlined from a system header's wrapper (glibc's fortified
+ * open, read, ...) was called: moves *file, *line and *func out to the
+ * call of the outermost such wrapper, in the code that called it. */
+static void
+past_header_wrappers(Dwfl_Module *mod, uintptr_t addr, const char **file,
+                     int *line, const char **func)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+    Dwarf_Die *scopes = NULL, *outer = NULL;
+    Dwarf_Files *files;
+    size_t nfiles;
+    int n, m, i, j;
+
+    if (cu == NULL || dwarf_getsrcfiles(cu, &files, &nfiles) != 0 ||
+        (n = dwarf_getscopes(cu, addr - bias, &scopes)) <= 0)
+        return;
+    for (i = 0; i < n && system_header(*file); i++) {
+        Dwarf_Attribute at;
+        Dwarf_Word index, call_line;
+        const char *call_file;
+
+        if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+            continue;
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &at),
+                            &index) != 0 ||
+            dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at),
+                            &call_line) != 0 ||
+            (call_file = dwarf_filesrc(files, index, NULL, NULL)) == NULL)
+            break;
+        *file = call_file;
+        *line = (int)call_line;
+        /* The function it was inlined into: in the scopes that contain
+         * this instance (the ones after it in `scopes` are those of the
+         * wrapper's own definition). */
+        m = dwarf_getscopes_die(&scopes[i], &outer);
+        for (j = 1; j < m; j++) {
+            int tag = dwarf_tag(&outer[j]);
+            if ((tag == DW_TAG_subprogram ||
+                 tag == DW_TAG_inlined_subroutine) &&
+                dwarf_diename(&outer[j]) != NULL) {
+                *func = dwarf_diename(&outer[j]);
+                break;
+            }
+        }
+        free(outer);
+        outer = NULL;
+    }
+    free(scopes);
+}
+
 /* "file.c:LINE function()" or "function() in object" from the debug
  * information and symbol table; 1, 0, or -1 when libdw knows nothing. */
 static int
@@ -836,6 +893,8 @@ describe_dwfl(uintptr_t addr, char *buf, size_t size)
     line = dwfl_module_getsrc(mod, addr);
     if (line != NULL)
         file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+    if (system_header(file))
+        past_header_wrappers(mod, addr, &file, &lineno, &func);
     if (file != NULL && lineno > 0) {
         snprintf(buf, size, "%s:%d %s()", base_name(file), lineno,
                  func ? func : "?");
