@@ -5,7 +5,9 @@
  *   - a clean scope of the test macros (lc_scope_open + lc_scope_close,
  *     the native probes) around an empty body;
  *   - a malloc(64)/free pair outside any scope, and inside a scope, where
- *     the tracer (when preloaded) records it.
+ *     the tracer (when preloaded) records it;
+ *   - an open("/dev/null")/close pair likewise, whose opening call the
+ *     tracer records inside a scope.
  *
  * Each figure is the median of --runs timings.  Build and run, without and
  * with the tracer:
@@ -15,10 +17,12 @@
 #include <leakcheck.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PAIRS 10000
 
@@ -51,6 +55,21 @@ pairs(void)
 }
 
 static void
+fd_pairs(void)
+{
+    int i, fd;
+
+    for (i = 0; i < PAIRS; i++) {
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            perror("open /dev/null");
+            exit(1);
+        }
+        close(fd);
+    }
+}
+
+static void
 empty_scope(void)
 {
     char msg[LC_REPORT_MAX];
@@ -66,18 +85,30 @@ empty_scope(void)
 static double scoped_pairs_us;
 
 static void
-scope_with_pairs(void)
+scope_with(void (*body)(void))
 {
     char msg[LC_REPORT_MAX];
     lc_scope *s = lc_scope_open("bench", __FILE__, __LINE__);
     double t0 = now_us();
 
-    pairs();
+    body();
     scoped_pairs_us = now_us() - t0;
     if (lc_scope_close(s, __FILE__, __LINE__, msg, sizeof msg)) {
         fprintf(stderr, "the scope leaked:\n%s", msg);
         exit(1);
     }
+}
+
+static void
+scope_with_pairs(void)
+{
+    scope_with(pairs);
+}
+
+static void
+scope_with_fd_pairs(void)
+{
+    scope_with(fd_pairs);
 }
 
 static double
@@ -118,6 +149,11 @@ main(int argc, char **argv)
            median_us(pairs, runs / 10 + 1, NULL) * 1e3 / PAIRS);
     printf("  malloc(64)+free, in a scope     %8.1f ns per pair\n",
            median_us(scope_with_pairs, runs / 10 + 1, &scoped_pairs_us) *
+               1e3 / PAIRS);
+    printf("  open+close /dev/null, no scope  %8.1f ns per pair\n",
+           median_us(fd_pairs, runs / 10 + 1, NULL) * 1e3 / PAIRS);
+    printf("  open+close /dev/null, in a scope%8.1f ns per pair\n",
+           median_us(scope_with_fd_pairs, runs / 10 + 1, &scoped_pairs_us) *
                1e3 / PAIRS);
     return 0;
 }

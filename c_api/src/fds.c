@@ -8,7 +8,9 @@
  * /proc/self/fd goes through getdents64 into a stack buffer, so taking a
  * set allocates nothing and changes no probe's reading.  Descriptors from
  * LC__FDSET_MAX on are counted, not named.  The report reads each new
- * descriptor's target with readlink when it is written.
+ * descriptor's target with readlink when it is written, and, where the
+ * preloaded tracer recorded the call that opened it, names that call's
+ * line (sites.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -74,9 +76,9 @@ lc__fdset_take(lc__fdset *set)
 void
 lc__fds_report(lc__buf *b, const lc__fdset *before, const lc__fdset *after)
 {
-    char path[64], target[256];
+    char path[64], target[256], opener[200];
     long fd;
-    int listed = 0, more = 0;
+    int listed = 0, more = 0, openers = 0;
 
     if (!before->taken || !after->taken)
         return;
@@ -97,9 +99,16 @@ lc__fds_report(lc__buf *b, const lc__fdset *before, const lc__fdset *after)
             continue;
         }
         target[n] = '\0';
-        lc__buf_printf(b, "    fd %ld -> %s%s\n", fd, target,
+        lc__buf_printf(b, "    fd %ld -> %s%s", fd, target,
                        (size_t)n == sizeof target - 1 ? "..." : "");
+        if (lc__sites_fd_opener(fd, opener, sizeof opener)) {
+            lc__buf_printf(b, ", opened at %s", opener);
+            openers++;
+        }
+        lc__buf_printf(b, "\n");
     }
+    if (openers > 0)
+        lc__sites_fds_named();
     if (more > 0)
         lc__buf_printf(b, "    and %d more new descriptor%s\n", more,
                        more == 1 ? "" : "s");

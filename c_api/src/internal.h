@@ -155,7 +155,17 @@ void lc__sites_stop(const void *owner);
 void lc__sites_release(const void *owner);
 /* Appends to a failure report, when `leaking` holds native_bytes or
  * valgrind, the allocating lines of the blocks owner's recording left (or
- * one line saying how to get them, or why there are none). */
+ * one line saying how to get them, or why there are none); when it holds
+ * only fds and nothing records, the line saying how to get the lines that
+ * opened them. */
 void lc__sites_report(const void *owner, unsigned leaking, lc__buf *b);
+/* For the report of the scope or series whose recording has just ended:
+ * names into buf the call that opened descriptor fd while it recorded
+ * ("file.c:LINE function()", as lc__sites_report names a block) and
+ * returns 1, or returns 0 when nothing recorded it (no tracer, opened
+ * outside the recording, or closed since).  lc__sites_fds_named() ends a
+ * report that named some. */
+int lc__sites_fd_opener(long fd, char *buf, size_t size);
+void lc__sites_fds_named(void);
 
 #endif /* LC_INTERNAL_H */

@@ -18,6 +18,11 @@
  *   - the tracer, libleakcheck-trace.so, preloaded into a plain glibc
  *     process (c_api/trace/trace.c): its table, stacks and names.
  *
+ * The tracer also keeps the stack of each call that opened a descriptor
+ * while recording; a leaked descriptor's line in the report (fds.c) names
+ * it by the same frame, through lc__sites_fd_opener.  AddressSanitizer
+ * keeps nothing of descriptors: there, nothing more is said.
+ *
  * Without either, the message says in one line how to get the lines; under
  * valgrind, that memcheck's loss records name them.  One scope or series
  * records at a time: one that opens inside another gets no lines.
@@ -47,6 +52,7 @@ typedef size_t (*size_fn)(const volatile void *);
 typedef int (*hooks_fn)(void (*)(const volatile void *, size_t),
                         void (*)(const volatile void *));
 typedef lc__site_table *(*table_fn)(void);
+typedef lc__fd_slot *(*fds_fn)(void);
 typedef int (*describe_fn)(const void *, char *, size_t);
 
 static struct {
@@ -60,6 +66,8 @@ static struct {
     ownership_fn owned;
     size_fn allocated_size;
     describe_fn describe;       /* REC_TRACER                              */
+    lc__fd_slot *fds;           /* REC_TRACER: descriptors' openers, or NULL
+                                 * from a tracer that keeps none          */
 } rec;
 
 static lc__site_table asan_table;
@@ -122,11 +130,13 @@ static int
 find_tracer(void)
 {
     table_fn table = (table_fn)lookup("lc_trace_table_v1");
+    fds_fn fds = (fds_fn)lookup("lc_trace_fds_v1");
 
     rec.describe = (describe_fn)lookup("lc_trace_describe_v1");
     if (table == NULL || rec.describe == NULL)
         return 0;
     rec.table = table();
+    rec.fds = fds != NULL ? fds() : NULL;
     return rec.table != NULL;
 }
 
@@ -160,6 +170,7 @@ lc__sites_start(const void *owner)
     rec.owner = owner;
     rec.stopped = 0;
     lc__sitetab_reset(rec.table);
+    lc__fdtab_reset(rec.fds);
     atomic_store(&rec.table->state, LC__SITES_ALL);
 }
 
@@ -206,14 +217,19 @@ typedef struct site {
     char name[160];             /* "file.c:LINE function()"                */
 } site;
 
+/* The objects whose frames are looked past besides the system's. */
+typedef struct own_objects {
+    const void *own_base;       /* leakcheck's own object                  */
+    const void *tracer_base;
+} own_objects;
+
 typedef struct tally {
     site kept[LC__SITES_KEPT];
     int n;
     int64_t other_bytes, other_blocks;  /* sites beyond LC__SITES_KEPT    */
     int other_sites;
     int overflow;               /* sites beyond LC__SITES_KEPT were seen   */
-    const void *own_base;       /* leakcheck's own object                  */
-    const void *tracer_base;
+    own_objects own;
 } tally;
 
 static int
@@ -225,14 +241,14 @@ has_prefix(const char *s, const char *prefix)
 /* Whether a frame at `pc` is one to look past: the C library's helpers,
  * the sanitizer's runtime, the C++ runtime, leakcheck and its tracer. */
 static int
-skipped(const tally *t, void *pc)
+skipped(const own_objects *own, void *pc)
 {
     Dl_info info;
     const char *name;
 
     if (dladdr((char *)pc - 1, &info) == 0 || info.dli_fname == NULL)
         return 0;
-    if (info.dli_fbase == t->own_base || info.dli_fbase == t->tracer_base)
+    if (info.dli_fbase == own->own_base || info.dli_fbase == own->tracer_base)
         return 1;
     name = strrchr(info.dli_fname, '/');
     name = name ? name + 1 : info.dli_fname;
@@ -270,12 +286,12 @@ count(tally *t, void *pc, size_t size)
  * when every frame is skipped (the C library allocated for itself, or the
  * stack ends first), the caller of the allocation function, pc[caller]. */
 static void *
-site_of(const tally *t, void **pc, size_t n, size_t caller)
+site_of(const own_objects *own, void **pc, size_t n, size_t caller)
 {
     size_t i;
 
     for (i = 0; i < n && pc[i] != NULL; i++)
-        if (!skipped(t, pc[i]))
+        if (!skipped(own, pc[i]))
             return pc[i];
     return caller < n && pc[caller] != NULL ? pc[caller] : pc[0];
 }
@@ -297,9 +313,10 @@ tally_block(tally *t, const lc__site_slot *s, uintptr_t key)
         if (n == 0)
             return;
         /* stack[0] is the sanitizer's malloc */
-        count(t, site_of(t, stack, n, 1), s->size);
+        count(t, site_of(&t->own, stack, n, 1), s->size);
     } else {
-        count(t, site_of(t, (void **)s->pc, LC__SITE_FRAMES, 0), s->size);
+        count(t, site_of(&t->own, (void **)s->pc, LC__SITE_FRAMES, 0),
+              s->size);
     }
 }
 
@@ -311,6 +328,18 @@ by_bytes(const void *a, const void *b)
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
     return x->blocks < y->blocks ? 1 : x->blocks > y->blocks ? -1 : 0;
+}
+
+static void
+find_own(own_objects *own)
+{
+    Dl_info info;
+
+    memset(own, 0, sizeof *own);
+    if (dladdr((void *)lc__sites_report, &info) != 0)
+        own->own_base = info.dli_fbase;
+    if (rec.kind == REC_TRACER && dladdr((void *)rec.describe, &info) != 0)
+        own->tracer_base = info.dli_fbase;
 }
 
 /* Names a site: "file.c:LINE function()"; 1 when the line is known, 2
@@ -377,7 +406,7 @@ plural(int64_t n)
 
 /* Where the tracer sits: beside leakcheck's own library. */
 static void
-tracer_hint(lc__buf *b)
+tracer_hint(lc__buf *b, const char *what)
 {
     Dl_info info;
     char path[PATH_MAX], dir[PATH_MAX];
@@ -390,28 +419,37 @@ tracer_hint(lc__buf *b)
         snprintf(dir, sizeof dir, "%.*s/libleakcheck-trace.so",
                  (int)(slash - path), path);
         if (access(dir, R_OK) == 0) {
-            lc__buf_printf(b, "  allocating lines: run again with "
-                              "LD_PRELOAD=%s\n", dir);
+            lc__buf_printf(b, "  %s: run again with LD_PRELOAD=%s\n",
+                           what, dir);
             return;
         }
     }
-    lc__buf_printf(b, "  allocating lines: run again with "
+    lc__buf_printf(b, "  %s: run again with "
                       "LD_PRELOAD=libleakcheck-trace.so (installed beside "
                       "libleakcheck; `pkg-config --variable=tracer "
-                      "leakcheck` gives its path)\n");
+                      "leakcheck` gives its path)\n", what);
 }
 
 void
 lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
 {
     tally t;
-    Dl_info info;
     size_t i;
     int shown, listed, lines = 0, no_reader = 0;
+    int fds = (leaking & LC_PROBE_BIT(LC_PROBE_FDS)) != 0;
 
     if (!(leaking & (LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES) |
-                     LC_PROBE_BIT(LC_PROBE_VALGRIND))))
+                     LC_PROBE_BIT(LC_PROBE_VALGRIND)))) {
+        /* Descriptors only: where nothing records, how to get the lines
+         * that opened them. */
+        if (fds) {
+            lc__sites_prepare();
+            if (rec.kind == REC_NONE && lc__memcheck() != 1 &&
+                lookup("__sanitizer_get_current_allocated_bytes") == NULL)
+                tracer_hint(b, "opening lines");
+        }
         return;
+    }
     lc__sites_prepare();
     if (lc__memcheck() == 1) {
         lc__buf_printf(b, "  allocating lines: in memcheck's loss records, "
@@ -426,7 +464,8 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
                               "allocator keeps no stacks to read "
                               "(AddressSanitizer's does)\n");
         else
-            tracer_hint(b);
+            tracer_hint(b, fds ? "allocating and opening lines"
+                               : "allocating lines");
         return;
     }
     if (!can_record()) {
@@ -441,10 +480,7 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         return;
     }
     memset(&t, 0, sizeof t);
-    if (dladdr((void *)lc__sites_report, &info) != 0)
-        t.own_base = info.dli_fbase;
-    if (rec.kind == REC_TRACER && dladdr((void *)rec.describe, &info) != 0)
-        t.tracer_base = info.dli_fbase;
+    find_own(&t.own);
     for (i = 0; i < LC__SITE_SLOTS; i++) {
         const lc__site_slot *s = &rec.table->slots[i];
         uintptr_t key = atomic_load_explicit(
@@ -494,4 +530,39 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         lc__buf_printf(b, "    (%lu more blocks were not recorded: the "
                           "table of blocks had no room for them)\n",
                        atomic_load(&rec.table->dropped));
+}
+
+/* ---- the descriptors' openers ----------------------------------------- */
+
+int
+lc__sites_fd_opener(long fd, char *buf, size_t size)
+{
+    const lc__fd_slot *s;
+    void *pc[LC__SITE_FRAMES], *site;
+    own_objects own;
+
+    if (rec.kind != REC_TRACER || rec.fds == NULL || !can_record() ||
+        rec.owner == NULL || !rec.stopped || fd < 0 ||
+        fd >= (long)LC__FD_SLOTS)
+        return 0;
+    s = &rec.fds[fd];
+    if (atomic_load_explicit((_Atomic uintptr_t *)&s->key,
+                             memory_order_acquire) != LC__FD_OPEN)
+        return 0;
+    memcpy(pc, s->pc, sizeof pc);
+    if (pc[0] == NULL)
+        return 0;
+    find_own(&own);
+    site = site_of(&own, pc, LC__SITE_FRAMES, 0);
+    if (describe(site, buf, size) == 0 && strchr(buf, ':') == NULL &&
+        strstr(buf, "() in ") == NULL)
+        return 0;               /* an address, which says nothing */
+    return 1;
+}
+
+void
+lc__sites_fds_named(void)
+{
+    if (rec.kind == REC_TRACER && rec.describe != NULL)
+        rec.describe(NULL, NULL, 0);
 }

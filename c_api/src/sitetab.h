@@ -164,4 +164,78 @@ lc__sitetab_freed(lc__site_table *t, const volatile void *p)
         lc__sitetab_remove(t, (uintptr_t)p);
 }
 
+/* ---- descriptors ---------------------------------------------------------
+ * The tracer also keeps, for each descriptor number below LC__FD_SLOTS, the
+ * stack of the call that opened it while the table's state is
+ * LC__SITES_ALL, and forgets it when the descriptor is closed (at any
+ * state: a number closed and opened again outside the recording names
+ * nothing).  A slot's key goes EMPTY -> BUSY (claimed) -> OPEN (published
+ * once the stack is written); a close stores EMPTY, so that a close racing
+ * the record of the same number leaves the slot empty.  One anonymous
+ * mapping, made once, indexed by the number. */
+#define LC__FD_SLOTS 4096
+#define LC__FD_OPEN ((uintptr_t)3)
+
+typedef struct lc__fd_slot {
+    _Atomic uintptr_t key;          /* EMPTY, BUSY or LC__FD_OPEN          */
+    void *pc[LC__SITE_FRAMES];      /* return addresses, innermost first   */
+} lc__fd_slot;
+
+/* The slots, or NULL when the mapping failed. */
+static inline lc__fd_slot *
+lc__fdtab_map(void)
+{
+    void *p = mmap(NULL, LC__FD_SLOTS * sizeof(lc__fd_slot),
+                   PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void
+lc__fdtab_reset(lc__fd_slot *slots)
+{
+    if (slots != NULL)
+        madvise(slots, LC__FD_SLOTS * sizeof(lc__fd_slot), MADV_DONTNEED);
+}
+
+/* Claims the slot of `fd` (the caller writes its stack, then calls
+ * lc__fdtab_publish), or NULL when it is out of range or being written. */
+static inline lc__fd_slot *
+lc__fdtab_claim(lc__fd_slot *slots, int fd)
+{
+    lc__fd_slot *s;
+    uintptr_t k;
+
+    if (slots == NULL || fd < 0 || fd >= (int)LC__FD_SLOTS)
+        return NULL;
+    s = &slots[fd];
+    k = atomic_load_explicit(&s->key, memory_order_relaxed);
+    if (k == LC__SITE_BUSY ||
+        !atomic_compare_exchange_strong(&s->key, &k, LC__SITE_BUSY))
+        return NULL;
+    return s;
+}
+
+/* Publishes a claimed slot, unless the descriptor was closed meanwhile. */
+static inline void
+lc__fdtab_publish(lc__fd_slot *s)
+{
+    uintptr_t k = LC__SITE_BUSY;
+
+    atomic_compare_exchange_strong_explicit(&s->key, &k, LC__FD_OPEN,
+                                            memory_order_release,
+                                            memory_order_relaxed);
+}
+
+static inline void
+lc__fdtab_closed(lc__fd_slot *slots, int fd)
+{
+    if (slots != NULL && fd >= 0 && fd < (int)LC__FD_SLOTS &&
+        atomic_load_explicit(&slots[fd].key, memory_order_relaxed) !=
+            LC__SITE_EMPTY)
+        atomic_store_explicit(&slots[fd].key, LC__SITE_EMPTY,
+                              memory_order_relaxed);
+}
+
 #endif /* LC_SITETAB_H */
