@@ -489,15 +489,15 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
             tally_block(&t, s, key);
     }
     if (t.n == 0) {
-        lc__buf_printf(b, "  allocating lines: no block allocated inside is "
-                          "still allocated (the growth is the allocator's "
-                          "own)\n");
+        lc__buf_printf(b, "  allocating lines: every block allocated while "
+                          "it measured was freed (the growth is the "
+                          "allocator's own)\n");
         return;
     }
     name_sites(&t);
     qsort(t.kept, (size_t)t.n, sizeof t.kept[0], by_bytes);
-    lc__buf_printf(b, "  allocated inside and still allocated, most bytes "
-                      "first:\n");
+    lc__buf_printf(b, "  still allocated, by the line that allocated "
+                      "them (most bytes first):\n");
     for (shown = 0; shown < t.n && shown < LC__SITES_SHOWN; shown++) {
         lines += t.kept[shown].line == 1;
         no_reader |= t.kept[shown].line == 2;
