@@ -565,8 +565,8 @@ static struct {
  * good (~900 bytes, measured with glibc 2.36), which happens here, before
  * the first reading.
  */
-static void *
-lookup(const char *name)
+void *
+lc__lookup(const char *name)
 {
     void *p = dlsym(RTLD_DEFAULT, name);
 
@@ -601,11 +601,11 @@ follows_malloc(int64_t (*read)(const lc__leak_counts *))
 static const char *
 foreign_allocator(void)
 {
-    if (lookup("mallctl") != NULL)
+    if (lc__lookup("mallctl") != NULL)
         return "malloc is jemalloc's, whose numbers are not read";
-    if (lookup("tc_malloc") != NULL)
+    if (lc__lookup("tc_malloc") != NULL)
         return "malloc is tcmalloc's, whose numbers are not read";
-    if (lookup("mi_malloc") != NULL)
+    if (lc__lookup("mi_malloc") != NULL)
         return "malloc is mimalloc's, whose numbers are not read";
     return "malloc is neither glibc's nor a sanitizer's or valgrind's, "
            "and its numbers are not read";
@@ -627,7 +627,7 @@ choose_source(void)
                    "block, leaked, possibly lost, reachable or suppressed)";
         return;
     }
-    sanitizer_bytes = (lc__sanitizer_fn)lookup(
+    sanitizer_bytes = (lc__sanitizer_fn)lc__lookup(
         "__sanitizer_get_current_allocated_bytes");
     if (sanitizer_bytes != NULL && follows_malloc(read_sanitizer)) {
         heap.read = read_sanitizer;
@@ -645,7 +645,7 @@ choose_source(void)
         return;
     }
 #endif
-    old_mallinfo = (lc__mallinfo_fn)lookup("mallinfo");
+    old_mallinfo = (lc__mallinfo_fn)lc__lookup("mallinfo");
     if (old_mallinfo != NULL && follows_malloc(read_mallinfo)) {
         heap.read = read_mallinfo;
         heap.doc = on_valgrind ? "C heap in use (the valgrind tool's "

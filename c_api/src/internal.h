@@ -71,6 +71,9 @@ const char *lc__heap_doc(void);
 int lc__heap_memcheck(void);
 int64_t lc__heap_read(const lc__leak_counts *counts);
 void lc__heap_settle(void);
+/* dlsym(RTLD_DEFAULT, name) that leaves dlerror's state as it found it
+ * (heap.c): NULL when nothing of that name is loaded. */
+void *lc__lookup(const char *name);
 /* Reads only the thread count; -1 when it cannot. */
 int64_t lc__threads_now(void);
 

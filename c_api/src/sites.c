@@ -95,27 +95,16 @@ asan_free_hook(const volatile void *p)
     lc__sitetab_freed(&asan_table, p);
 }
 
-/* dlsym that leaves dlerror's state as it found it (see heap.c). */
-static void *
-lookup(const char *name)
-{
-    void *p = dlsym(RTLD_DEFAULT, name);
-
-    if (p == NULL)
-        (void)dlerror();
-    return p;
-}
-
 static int
 find_asan(void)
 {
-    hooks_fn install = (hooks_fn)lookup(
+    hooks_fn install = (hooks_fn)lc__lookup(
         "__sanitizer_install_malloc_and_free_hooks");
 
-    rec.asan_stack = (asan_stack_fn)lookup("__asan_get_alloc_stack");
-    rec.symbolize = (symbolize_fn)lookup("__sanitizer_symbolize_pc");
-    rec.owned = (ownership_fn)lookup("__sanitizer_get_ownership");
-    rec.allocated_size = (size_fn)lookup("__sanitizer_get_allocated_size");
+    rec.asan_stack = (asan_stack_fn)lc__lookup("__asan_get_alloc_stack");
+    rec.symbolize = (symbolize_fn)lc__lookup("__sanitizer_symbolize_pc");
+    rec.owned = (ownership_fn)lc__lookup("__sanitizer_get_ownership");
+    rec.allocated_size = (size_fn)lc__lookup("__sanitizer_get_allocated_size");
     if (install == NULL || rec.asan_stack == NULL || rec.symbolize == NULL ||
         rec.owned == NULL || rec.allocated_size == NULL)
         return 0;
@@ -129,10 +118,10 @@ find_asan(void)
 static int
 find_tracer(void)
 {
-    table_fn table = (table_fn)lookup("lc_trace_table_v1");
-    fds_fn fds = (fds_fn)lookup("lc_trace_fds_v1");
+    table_fn table = (table_fn)lc__lookup("lc_trace_table_v1");
+    fds_fn fds = (fds_fn)lc__lookup("lc_trace_fds_v1");
 
-    rec.describe = (describe_fn)lookup("lc_trace_describe_v1");
+    rec.describe = (describe_fn)lc__lookup("lc_trace_describe_v1");
     if (table == NULL || rec.describe == NULL)
         return 0;
     rec.table = table();
@@ -445,7 +434,7 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         if (fds) {
             lc__sites_prepare();
             if (rec.kind == REC_NONE && lc__memcheck() != 1 &&
-                lookup("__sanitizer_get_current_allocated_bytes") == NULL)
+                lc__lookup("__sanitizer_get_current_allocated_bytes") == NULL)
                 tracer_hint(b, "opening lines");
         }
         return;
@@ -459,7 +448,7 @@ lc__sites_report(const void *owner, unsigned leaking, lc__buf *b)
         return;
     }
     if (rec.kind == REC_NONE) {
-        if (lookup("__sanitizer_get_current_allocated_bytes") != NULL)
+        if (lc__lookup("__sanitizer_get_current_allocated_bytes") != NULL)
             lc__buf_printf(b, "  allocating lines: this sanitizer's "
                               "allocator keeps no stacks to read "
                               "(AddressSanitizer's does)\n");
