@@ -369,3 +369,35 @@ harness_run(Suite *(*make_suite)(void), unsigned modes)
     fflush(stdout);
     return n_failed == 0 && n_passed > 0 ? 0 : 1;
 }
+
+int
+harness_source_line(const char *file, const char *mark)
+{
+    const char *srcdir = getenv("top_srcdir");
+    char path[4096], buf[512];
+    FILE *f;
+    int n = 0, found = 0;
+
+    snprintf(path, sizeof path, "%s/tests/c/%s", srcdir ? srcdir : ".",
+             file);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    while (found == 0 && fgets(buf, sizeof buf, f) != NULL)
+        if (++n, strstr(buf, mark) != NULL)
+            found = n;
+    fclose(f);
+    return found;
+}
+
+int
+harness_count(const char *text, const char *what)
+{
+    int n = 0;
+
+    while ((text = strstr(text, what)) != NULL) {
+        n++;
+        text += strlen(what);
+    }
+    return n;
+}

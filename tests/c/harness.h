@@ -47,4 +47,12 @@ void harness_expect(int ok, const char *fmt, ...)
  */
 int harness_run(Suite *(*make_suite)(void), unsigned modes);
 
+/* The number of the first line of tests/c/<file> (under $top_srcdir)
+ * that holds `mark`, or 0: how a test names the line it expects a report
+ * to point at without writing the number down. */
+int harness_source_line(const char *file, const char *mark);
+
+/* How many times `what` occurs in `text`. */
+int harness_count(const char *text, const char *what);
+
 #endif /* LC_TEST_HARNESS_H */

@@ -25,6 +25,8 @@
 #include <check.h>
 #include <leakcheck.h>
 
+#include "harness.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,34 +208,10 @@ static const char *expect;      /* LC_FDS_EXPECT                          */
 static int
 mark_line(const char *mark)
 {
-    const char *srcdir = getenv("top_srcdir");
-    char file[4096], buf[512], want[64];
-    FILE *f;
-    int n = 0, found = 0;
+    char want[64];
 
-    snprintf(file, sizeof file, "%s/tests/c/test_fds.c",
-             srcdir ? srcdir : ".");
     snprintf(want, sizeof want, "opened:%s ", mark);
-    f = fopen(file, "r");
-    if (f == NULL)
-        return 0;
-    while (found == 0 && fgets(buf, sizeof buf, f) != NULL)
-        if (++n, strstr(buf, want) != NULL)
-            found = n;
-    fclose(f);
-    return found;
-}
-
-static int
-count(const char *msg, const char *what)
-{
-    int n = 0;
-
-    while ((msg = strstr(msg, what)) != NULL) {
-        n++;
-        msg += strlen(what);
-    }
-    return n;
+    return harness_source_line("test_fds.c", want);
 }
 
 /* How many descriptor lines end naming the line marked `mark` in
@@ -245,7 +223,7 @@ opened_at(const char *msg, const char *mark, const char *fn)
 
     snprintf(want, sizeof want, ", opened at test_fds.c:%d %s()\n",
              mark_line(mark), fn);
-    return count(msg, want);
+    return harness_count(msg, want);
 }
 
 /* What a leak's message says of the lines that opened its descriptors. */
@@ -254,16 +232,17 @@ judge_openers(const char *name, const char *msg)
 {
     const char *hint = "  opening lines: run again with LD_PRELOAD=";
     char fn[64];
-    int all = count(msg, ", opened at ");
+    int all = harness_count(msg, ", opened at ");
 
     if (expect == NULL)
-        return all == 0 && count(msg, hint) <= 1;
+        return all == 0 && harness_count(msg, hint) <= 1;
     if (strcmp(expect, "none") == 0)
         return all == 0 && strstr(msg, "opening lines") == NULL;
     if (strcmp(expect, "hint") == 0) {
         const char *p = strstr(msg, hint);
         char tracer[4096];
-        return all == 0 && count(msg, "opening lines") == 1 && p != NULL &&
+        return all == 0 && harness_count(msg, "opening lines") == 1 &&
+               p != NULL &&
                sscanf(p + strlen(hint), "%4095s", tracer) == 1 &&
                access(tracer, R_OK) == 0;
     }

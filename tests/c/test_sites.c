@@ -283,42 +283,14 @@ sites_suite(void)
     return suite;
 }
 
-/* The line of this file that holds "site:<func> " and the function. */
+/* The line of this file that holds "site:<func> ". */
 static int
 site_line(const char *func)
 {
-    const char *srcdir = getenv("top_srcdir");
-    char path[4096], buf[512], mark[128];
-    FILE *f;
-    int n = 0, found = 0;
+    char mark[128];
 
-    snprintf(path, sizeof path, "%s/tests/c/test_sites.c",
-             srcdir ? srcdir : ".");
     snprintf(mark, sizeof mark, "site:%s ", func);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    while (fgets(buf, sizeof buf, f) != NULL) {
-        n++;
-        if (strstr(buf, mark) != NULL) {
-            found = n;
-            break;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
-static int
-count_lines(const char *msg, const char *what)
-{
-    int n = 0;
-
-    while ((msg = strstr(msg, what)) != NULL) {
-        n++;
-        msg += strlen(what);
-    }
-    return n;
+    return harness_source_line("test_sites.c", mark);
 }
 
 /* What a leak's message must say: the site (lines) or the hint. */
@@ -363,7 +335,7 @@ judge_leak(const char *mode, const char *name, const char *msg,
              "block%s\n", site_line(func), func, bytes, blocks,
              blocks == 1 ? "" : "s");
     ok = strstr(msg, want) != NULL &&
-         count_lines(msg, "    test_sites.c:") == 1 &&
+         harness_count(msg, "    test_sites.c:") == 1 &&
          strstr(msg, "more site") == NULL;
     harness_expect(ok,
                    "%s %s: the message names the allocating line, and only "
@@ -408,7 +380,7 @@ judge_aligned(const char *mode, const char *msg)
              "bytes in 1 block\n    test_sites.c:%d leak_aligned_fn(): 128 "
              "bytes in 1 block\n", line - 1, line);
     p = strstr(msg, want);
-    harness_expect(p != NULL && count_lines(msg, "    test_sites.c:") == 2,
+    harness_expect(p != NULL && harness_count(msg, "    test_sites.c:") == 2,
                    "%s leak_aligned: posix_memalign's and aligned_alloc's "
                    "lines, and only them", mode);
     if (p == NULL)
