@@ -312,7 +312,13 @@ _ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free",
 # "../sysdeps/...", "/build/glibc-2.36/..."), libstdc++'s and libgcc's.
 _RUNTIME_PREFIXES = ("__GI_", "__libc_", "__GI___libc", "_IO_", "__vasprintf",
                      "operator new", "operator delete", "__cxa_",
-                     "_Znw", "_Zna", "__gnu_cxx::", "std::")
+                     "_Znw", "_Zna", "__gnu_cxx::", "std::") + (
+    # The foreign-function machinery that calls a C function for Python
+    # code (libffi, ctypes, cffi): a block it allocates for that call
+    # (ctypes.CDLL(None).malloc(n), where memray sees it) was the Python
+    # line's doing, not the machinery's.
+    "ffi_", "_ctypes_", "_call_function_pointer", "PyCFuncPtr_",
+    "_cffi_", "cdata_call")
 _GLIBC_TOP = frozenset({
     "string", "malloc", "libio", "stdio-common", "sysdeps", "misc", "stdlib",
     "posix", "nptl", "elf", "io", "iconv", "intl", "locale", "wcsmbs",
