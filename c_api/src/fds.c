@@ -73,6 +73,30 @@ lc__fdset_take(lc__fdset *set)
     close(dfd);
 }
 
+static _Thread_local lc__fdset *reading_into;
+
+void
+lc__fdset_reading(lc__fdset *set)
+{
+    reading_into = set;
+}
+
+int64_t
+lc__fds_read(void)
+{
+    lc__fdset local, *set = reading_into ? reading_into : &local;
+    int64_t n;
+    int i;
+
+    lc__fdset_take(set);
+    if (!set->taken)
+        return -1;
+    n = set->above;
+    for (i = 0; i < LC__FDSET_MAX / 64; i++)
+        n += __builtin_popcountll(set->bits[i]);
+    return n;
+}
+
 void
 lc__fds_report(lc__buf *b, const lc__fdset *before, const lc__fdset *after)
 {

@@ -119,6 +119,12 @@ typedef struct lc__fdset {
     int taken;                  /* 1 when /proc/self/fd was listed         */
 } lc__fdset;
 void lc__fdset_take(lc__fdset *set);
+/* The fds probe's reading (fds.c): the open descriptors, -1 when
+ * /proc/self/fd cannot be listed.  After lc__fdset_reading(set), each
+ * reading in this thread also leaves its set in *set (one listing serves
+ * both), until lc__fdset_reading(NULL). */
+int64_t lc__fds_read(void);
+void lc__fdset_reading(lc__fdset *set);
 
 /* Appends printf-style text to a report buffer, snprintf-like. */
 typedef struct lc__buf {

@@ -140,12 +140,11 @@ count_entries(const char *path)
     return got < 0 ? -1 : n;
 }
 
-/* The descriptor used for reading is not counted. */
+/* The descriptor used for reading is not counted (fds.c). */
 static int64_t
 count_fds(void)
 {
-    int64_t n = count_entries("/proc/self/fd");
-    return n < 0 ? -1 : n - 1;
+    return lc__fds_read();
 }
 
 /* ---- threads ------------------------------------------------------------- */

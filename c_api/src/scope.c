@@ -142,11 +142,13 @@ lc_scope_begin(lc_scope *s)
         return LC_ENOMEM;
     if (s->state != SCOPE_NEW)
         return LC_ESTATE;
+    /* The fds probe's listing of /proc/self/fd also leaves its set, for
+     * the report to name the descriptors left open. */
+    lc__fdset_reading(&s->fds_before);
     rc = lc_snapshot_take(&s->before, s->wanted, 0);
+    lc__fdset_reading(NULL);
     if (rc != LC_OK)
         return rc;
-    if (s->before.mask & LC_PROBE_BIT(LC_PROBE_FDS))
-        lc__fdset_take(&s->fds_before);
     s->state = SCOPE_BEGUN;
     return LC_OK;
 }
@@ -160,12 +162,12 @@ lc_scope_end(lc_scope *s)
         return LC_EINVAL;
     if (s->state != SCOPE_BEGUN)
         return LC_ESTATE;
+    lc__fdset_reading(&s->fds_after);
     rc = lc__snapshot_settled(&s->after, s->before.mask, LC__SNAPSHOT_LAST,
                               &s->before);
+    lc__fdset_reading(NULL);
     if (rc != LC_OK)
         return rc;
-    if (s->fds_before.taken)
-        lc__fdset_take(&s->fds_after);
     s->compared = s->before.mask & s->after.mask;
     s->leaking = 0;
     for (p = 0; p < LC_PROBE_COUNT; p++) {

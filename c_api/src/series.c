@@ -343,12 +343,12 @@ lc_series_next(lc_series *s)
         return 1;
     }
     if (s->calls == s->warmup) {
+        lc__fdset_reading(&s->fds_before);
         rc = lc_snapshot_take(&s->prev, s->wanted, s->flags);
+        lc__fdset_reading(NULL);
         if (rc != LC_OK)
             return rc;
         s->compared = s->alive = s->prev.mask;
-        if (s->prev.mask & LC_PROBE_BIT(LC_PROBE_FDS))
-            lc__fdset_take(&s->fds_before);
         if (!s->thorough && warmup_grew_nothing(s)) {
             s->cur = s->prev;
             s->prev = s->pre;
@@ -364,10 +364,14 @@ lc_series_next(lc_series *s)
     }
     /* The threads probe waits for threads only in a series' last
      * snapshot, and any snapshot from the repeat-th on may be that. */
+    /* Every measured snapshot's listing of /proc/self/fd leaves its set
+     * here: the last one is the series' end, for the report. */
+    lc__fdset_reading(&s->fds_after);
     rc = lc__snapshot_settled(&s->cur, s->compared,
                               s->flags | (s->runs + 1 >= s->repeat
                                               ? LC__SNAPSHOT_LAST : 0),
                               &s->prev);
+    lc__fdset_reading(NULL);
     if (rc != LC_OK)
         return rc;
     measure(s);
@@ -381,8 +385,6 @@ lc_series_next(lc_series *s)
         s->calls++;
         return 1;
     }
-    if (s->fds_before.taken)
-        lc__fdset_take(&s->fds_after);
     s->done = 1;
     return 0;
 }
