@@ -14,11 +14,10 @@ import typing
 import pytest
 
 import leakcheck
+from leakcheck._probes import MAX_RUNS, MAX_TOLERANCE  # the API's ranges
 
 DEFAULT_WARMUP = 1
 DEFAULT_REPEAT = 4
-MAX_RUNS = 10000         # per setting: more is a typo, and the engine keeps
-                         # a delta per probe and measured run
 
 MARKER = "noleak"
 MARKER_ARGS = ("repeat", "warmup", "probes", "tolerance")
@@ -164,8 +163,6 @@ PROBLEM_UNAVAILABLE = ("probe {value!r} cannot be read here ({reason}); "
 PROBLEM_EMPTY_PATH = "an empty path (an unset variable?)"
 PROBLEM_TOLERANCE = ("tolerance must be an integer >= 0 or a "
                      "{{probe: integer >= 0}} dict, not {value!r}")
-MAX_TOLERANCE = 10 ** 15  # growth per run: beyond it nothing is judged, and
-                          # the engine's thresholds are 64-bit
 PROBLEM_TOLERANCE_MAX = ("tolerance must be at most {maximum} per probe, "
                          "not {value!r}")
 PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
