@@ -305,7 +305,17 @@ def pytest_configure(config):
             environment=reportmod.environment(config, _version()))
         try:
             state.recovered = state.report.open()
+        except reportmod.journal.InUse as e:
+            # Refused before any test runs; the other session's report and
+            # journal are left alone (no report is written at unconfigure).
+            state.report = None
+            raise pytest.UsageError(str(BadValue(
+                session_settings.wheres["report"],
+                settingsmod.PROBLEM_REPORT_IN_USE.format(
+                    value=session_settings.report_path,
+                    reason=e.strerror)))) from None
         except OSError as e:
+            state.report = None
             raise pytest.UsageError(str(BadValue(
                 session_settings.wheres["report"],
                 settingsmod.PROBLEM_REPORT.format(

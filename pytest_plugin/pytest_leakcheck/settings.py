@@ -170,6 +170,7 @@ PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
 PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
 PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
 PROBLEM_REPORT = "cannot write report {value}: {reason}"
+PROBLEM_REPORT_IN_USE = "report {value}: {reason}"
 PROBLEM_DIAGNOSE = "diagnose must be one of {valid}, not {value!r}"
 PROBLEM_DUMP = "cannot write dumps into {value}: {reason}"
 
