@@ -555,6 +555,12 @@ class Series:
             self._finish()
         return False
 
+    @property
+    def confirming(self) -> bool:
+        """Whether the runs now are those that confirm a verdict (a leak
+        of probes that count bytes alone is confirmed over more runs)."""
+        return self._main is not None and not self.done
+
     def _confirming(self):
         """After a verdict that rests on probes of _CONFIRM_RUNS alone,
         takes the first reading of the runs that must confirm it; False
