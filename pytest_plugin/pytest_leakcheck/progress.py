@@ -19,6 +19,7 @@ WHAT_CONFIRMING = "confirming, run {run}"
 WHAT_DIAGNOSING = "diagnosing, run {run}"
 
 _SAVE, _RESTORE_AND_ERASE = "\x1b7", "\x1b8\x1b[K"
+_warm = False               # a first write was made in this process
 
 
 class Progress:
@@ -40,6 +41,18 @@ class Progress:
             return
         self.writer = writer
         self.capman = config.pluginmanager.get_plugin("capturemanager")
+        global _warm
+        if not _warm:
+            # The first write fills caches for good (the terminal's size,
+            # the capture manager's): made here, writing nothing, before
+            # a series' first snapshot rather than in a measured run.
+            self._room()
+            self._write("")
+            _warm = True
+
+    def _room(self):
+        """Columns left on the line after what pytest wrote."""
+        return self.writer.fullwidth - self.writer.width_of_current_line - 1
 
     def show(self, what):
         """Shows `what` (one of the WHAT_ texts) once the hunt has taken
@@ -48,8 +61,7 @@ class Progress:
                 not self.shown
                 and time.monotonic() - self.began < PROGRESS_DELAY):
             return
-        room = (self.writer.fullwidth - self.writer.width_of_current_line
-                - 1)
+        room = self._room()
         text = MSG_PROGRESS.format(name=self.name, what=what)
         if len(text) > room:
             text = text[:max(room, 0)]
