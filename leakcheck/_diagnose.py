@@ -29,7 +29,7 @@ from ._evidence.objects import (Garbage, RefCounts, TypeCensus,
 from ._evidence.pyalloc import PyAllocations, object_allocations
 from ._evidence.system import (Fds, Threads, describe_fds, describe_threads,
                                open_fds, tasks)
-from ._probes import PROBE_NAMES, check_count, probe_names
+from ._probes import MAX_RUNS, PROBE_NAMES, check_count, probe_names
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_after", "describe",
            "type_name"]
@@ -256,7 +256,7 @@ def diagnose(run_once: Callable[[], object],
     if not callable(run_once):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())
-    runs = check_count(runs, "runs", 1)
+    runs = check_count(runs, "runs", 1, MAX_RUNS)
     if isinstance(ignore, (str, bytes, os.PathLike)):
         raise TypeError("ignore must be a list of folders or files, "
                         "not a single path")

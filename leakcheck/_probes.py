@@ -166,6 +166,13 @@ def index_of(name):
 _DEFAULT_MASK = probe_mask(None)
 
 
+MAX_RUNS = 10000          # warmup, repeat, diagnose runs: more is a typo, and
+                          # the engine keeps a delta per probe and run
+                          # (LC__MAX_REPEAT); the pytest plugin's cap too
+MAX_TOLERANCE = (1 << 63) - 1   # INT64_MAX: the engine's readings, tolerances
+                                # and thresholds are int64
+
+
 def check_count(value, argname, minimum, maximum=None):
     """`value` as an int >= minimum (and <= maximum when given), or
     TypeError/ValueError naming it."""
@@ -195,7 +202,8 @@ def tolerances(tolerance, names, argname="tolerance"):
             if name not in _INDEX:
                 raise ValueError(f"unknown probe {name!r} in {argname}; "
                                  f"valid probes: {_valid_list()}")
-            result[name] = check_count(value, f"{argname}[{name!r}]", 0)
+            result[name] = check_count(value, f"{argname}[{name!r}]", 0,
+                                       MAX_TOLERANCE)
         return result
-    value = check_count(tolerance, argname, 0)
+    value = check_count(tolerance, argname, 0, MAX_TOLERANCE)
     return {name: value for name in names}

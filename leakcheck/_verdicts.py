@@ -19,8 +19,9 @@ from . import _core
 from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
-from ._probes import (ProbeInfo, ProbeNames, Tolerance, check_count,
-                      index_of, names_of, readable_mask, tolerances)
+from ._probes import (MAX_RUNS, MAX_TOLERANCE, ProbeInfo, ProbeNames,
+                      Tolerance, check_count, index_of, names_of,
+                      readable_mask, tolerances)
 
 __all__ = ["scope", "Series", "repeat"]
 
@@ -28,7 +29,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 _HOOKED = ("py_bytes", "py_allocs")
-MAX_REPEAT = 10000        # the engine's cap (LC__MAX_REPEAT)
+_INT_MAX = (1 << 31) - 1  # a C int: the engine's line numbers
+MAX_REPEAT = MAX_RUNS     # the engine's cap (LC__MAX_REPEAT)
 MSG_HOOK_RESTORED = (
     "leakcheck's allocator hook was taken out while this ran (tracemalloc, "
     "started before leakcheck, removes it on stop()) and was put back; "
@@ -488,7 +490,7 @@ class Series:
                  location: Optional[Tuple[Union[str, "os.PathLike[str]"],
                                           int]] = None,
                  thorough: bool = False) -> None:
-        self.warmup = check_count(warmup, "warmup", 0)
+        self.warmup = check_count(warmup, "warmup", 0, MAX_RUNS)
         self.repeat = check_count(repeat, "repeat", 1, MAX_REPEAT)
         if not isinstance(thorough, bool):
             raise TypeError(f"thorough must be a bool, not "
@@ -496,7 +498,9 @@ class Series:
         self.thorough = thorough
         mask = readable_mask(probes)
         self._asked = names_of(mask)
-        thresholds = {name: value + 1 for name, value in
+        # A run leaks from tolerance + 1 on; the largest tolerance makes the
+        # largest threshold, which no delta below INT64_MAX reaches.
+        thresholds = {name: min(value + 1, MAX_TOLERANCE) for name, value in
                       tolerances(tolerance, self._asked).items()}
         self.name = name or "series"
         core = _core.Series(self.name, self.warmup, self.repeat)
@@ -509,7 +513,8 @@ class Series:
         if location is None:
             location = _caller(1)
         file, line = location
-        core.set_location(str(file), int(line))
+        core.set_location(str(file), check_count(line, "location line", 0,
+                                                 _INT_MAX))
         self._core = core
         self._main = None       # the engine's series, once confirming
         self._confirm: dict[str, list[int]] = {}   # deltas of those runs
@@ -549,6 +554,12 @@ class Series:
         if not self.done:
             self._finish()
         return False
+
+    @property
+    def confirming(self) -> bool:
+        """Whether the runs now are those that confirm a verdict (a leak
+        of probes that count bytes alone is confirmed over more runs)."""
+        return self._main is not None and not self.done
 
     def _confirming(self):
         """After a verdict that rests on probes of _CONFIRM_RUNS alone,

@@ -15,7 +15,10 @@ event before it readable, and the cost per test stays constant:
     {"done": true}                                  the session ended
 
 At the end the report is written whole (atomically) from the same events,
-then the journal is removed.  A journal found beside a report therefore
+then the journal is removed.  The writing session holds an exclusive
+flock(2) on its journal from the start to the end: a second session given
+the same report path finds it held and is refused (InUse) rather than
+replacing the first one's journal, which would lose a crash of either.  A journal found beside a report therefore
 means that its run did not end (or is still going): the journal holds
 everything, and ``load_report`` (leakcheck.gate) builds the report from it.
 A test that started and has no record is reported with the verdict
@@ -25,6 +28,7 @@ Standard library only, as the gate.
 """
 
 import datetime
+import fcntl
 import json
 import os
 import socket
@@ -40,6 +44,23 @@ MSG_RUNNING = ("the run is still going (process {pid}); read from its "
                "journal {path}")
 MSG_CRASHED = "the process died while this test ran"
 MSG_UNFINISHED = "the test had not finished when the run ended: {reason}"
+MSG_IN_USE = ("another session (process {pid} on {host}) is writing this "
+              "report; give each session its own report path")
+MSG_IN_USE_UNKNOWN = ("another session is writing this report; give each "
+                      "session its own report path")
+
+
+class InUse(OSError):
+    """The journal is held by another live session; str() says which."""
+
+    def __init__(self, path, header):
+        pid, host = header.get("pid"), header.get("host")
+        message = (MSG_IN_USE.format(pid=pid, host=host)
+                   if isinstance(pid, int) and isinstance(host, str)
+                   else MSG_IN_USE_UNKNOWN)
+        super().__init__(16, message, path)     # EBUSY
+        self.pid = pid
+        self.host = host
 
 
 def journal_path(report_path):
@@ -104,18 +125,52 @@ def _write_all(fd, data):
 _encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
+def _header_of(path):
+    """The first line of the journal at `path` as a dict, or {}."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline())
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def _claim(path):
+    """A descriptor of the journal at `path`, emptied and locked for this
+    process alone; InUse when a live session holds it."""
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                     | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise InUse(path, _header_of(path)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        # Still the file at `path`?  A session that finishes removes its
+        # journal before it lets go of it: the lock would then be on a
+        # file nobody can find.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            return fd
+        os.close(fd)
+
+
 class Journal:
-    """The writing end: a journal created afresh at `path` (whatever was
-    there is replaced).  Raises OSError when it cannot be written."""
+    """The writing end: a journal started afresh at `path` (what a dead
+    run left there is replaced) and locked until close().  Raises InUse
+    when another live session writes it, OSError when it cannot be
+    written."""
 
     def __init__(self, path, meta):
         self.path = path
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                          | os.O_APPEND | os.O_CLOEXEC, 0o666)
+        self.fd = _claim(path)
         self.write({"schema": JOURNAL_SCHEMA, "pid": os.getpid(),
                     "host": socket.gethostname(), "created": _now(),
                     "report": meta})
@@ -126,14 +181,18 @@ class Journal:
         _write_all(self.fd, (_encode(event) + "\n").encode("ascii"))
 
     def close(self, remove):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        """Closes the journal, removing it first when `remove`: removed
+        while still locked, it cannot be taken from a session that starts
+        meanwhile."""
+        if self.fd is None:
+            return
         if remove:
             try:
                 os.unlink(self.path)
             except FileNotFoundError:
                 pass
+        os.close(self.fd)
+        self.fd = None
 
 
 def _alive(header):

@@ -37,6 +37,7 @@ import leakcheck
 from . import hooks
 from . import neighbours
 from . import perrun
+from . import progress as progressmod
 from . import report as reportmod
 from . import settings as settingsmod
 from .runner import (ItemRunner, fresh_log_buffers, note_shared_fixture,
@@ -305,7 +306,17 @@ def pytest_configure(config):
             environment=reportmod.environment(config, _version()))
         try:
             state.recovered = state.report.open()
+        except reportmod.journal.InUse as e:
+            # Refused before any test runs; the other session's report and
+            # journal are left alone (no report is written at unconfigure).
+            state.report = None
+            raise pytest.UsageError(str(BadValue(
+                session_settings.wheres["report"],
+                settingsmod.PROBLEM_REPORT_IN_USE.format(
+                    value=session_settings.report_path,
+                    reason=e.strerror)))) from None
         except OSError as e:
+            state.report = None
             raise pytest.UsageError(str(BadValue(
                 session_settings.wheres["report"],
                 settingsmod.PROBLEM_REPORT.format(
@@ -538,7 +549,7 @@ class _OutOfBudget(Exception):
 
 
 def _diagnose(item, runner, test_runs, leaking, mode, run_time,
-              keep_objects=False, capture_dir=None):
+              keep_objects=False, capture_dir=None, progress=None):
     """leakcheck.diagnose() over more runs of the test, each followed by
     the settle hook, as in the series.  Tracing starts one run earlier than
     the diagnosis compares (diagnose() does that itself, and stops tracing
@@ -566,6 +577,9 @@ def _diagnose(item, runner, test_runs, leaking, mode, run_time,
         began = time.perf_counter()
         if began - start + slowest[0] > budget:
             raise _OutOfBudget()
+        if progress is not None:
+            progress.show(progressmod.WHAT_DIAGNOSING.format(
+                run=test_runs.count + 1))
         with test_runs.run(traced=True):
             runner.run_again()
         item.ihook.pytest_leakcheck_settle(item=item)
@@ -743,6 +757,8 @@ def _hunt(item, nextitem, state):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
                                        location=item.location)
     runs = perrun.Runs(item)
+    progress = progressmod.Progress(item.config, item.name, state.worker_id)
+    total = settings.warmup + settings.repeat
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
@@ -767,6 +783,10 @@ def _hunt(item, nextitem, state):
             break
         if not more:
             break
+        progress.show(
+            progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
+            if series.confirming or runs.count >= total else
+            progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
         with runs.run():
             if reports is None:
                 reports = runner.run_reported()
@@ -785,6 +805,7 @@ def _hunt(item, nextitem, state):
         # as often as it would have, and logs every attempt; the
         # reported run tore down for the next item, as a failed run does.
         runs.close()
+        progress.clear()
         item.stash[OPTED_OUT] = MSG_FLAKY_FIRST.format(outcome=outcome)
         return None
 
@@ -820,7 +841,7 @@ def _hunt(item, nextitem, state):
         diagnosis, note = _diagnose(item, runner, runs, series.leaking,
                                     state.settings.diagnose, run_time,
                                     keep_objects=bool(dump_dir),
-                                    capture_dir=dump_dir)
+                                    capture_dir=dump_dir, progress=progress)
         text = series.report(diagnosis=diagnosis)
         if note is not None and diagnosis is None:
             text += f"\nnote: {note}"
@@ -858,6 +879,7 @@ def _hunt(item, nextitem, state):
         call.outcome = "failed"
         call.longrepr = f"{msg}\n\n{final_failure.longreprtext}"
     runs.close()
+    progress.clear()
     rec["test_runs"] = runs.count
     rec["hunt_seconds"] = round(runs.added_seconds(), 3)
     if runs.count > 1:

@@ -14,11 +14,10 @@ import typing
 import pytest
 
 import leakcheck
+from leakcheck._probes import MAX_RUNS, MAX_TOLERANCE  # the API's ranges
 
 DEFAULT_WARMUP = 1
 DEFAULT_REPEAT = 4
-MAX_RUNS = 10000         # per setting: more is a typo, and the engine keeps
-                         # a delta per probe and measured run
 
 MARKER = "noleak"
 MARKER_ARGS = ("repeat", "warmup", "probes", "tolerance")
@@ -164,8 +163,6 @@ PROBLEM_UNAVAILABLE = ("probe {value!r} cannot be read here ({reason}); "
 PROBLEM_EMPTY_PATH = "an empty path (an unset variable?)"
 PROBLEM_TOLERANCE = ("tolerance must be an integer >= 0 or a "
                      "{{probe: integer >= 0}} dict, not {value!r}")
-MAX_TOLERANCE = 10 ** 15  # growth per run: beyond it nothing is judged, and
-                          # the engine's thresholds are 64-bit
 PROBLEM_TOLERANCE_MAX = ("tolerance must be at most {maximum} per probe, "
                          "not {value!r}")
 PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
@@ -173,6 +170,7 @@ PROBLEM_POSITIONAL = ("takes keyword arguments only ({valid}), not "
 PROBLEM_KEYWORD = "unknown argument {value!r}; valid arguments: {valid}"
 PROBLEM_BASELINE = "cannot use baseline {value}: {reason}"
 PROBLEM_REPORT = "cannot write report {value}: {reason}"
+PROBLEM_REPORT_IN_USE = "report {value}: {reason}"
 PROBLEM_DIAGNOSE = "diagnose must be one of {valid}, not {value!r}"
 PROBLEM_DUMP = "cannot write dumps into {value}: {reason}"
 
@@ -320,17 +318,25 @@ def _getini(config, key):
         raise BadValue(ini_where(config, key), problem) from None
 
 
-def _raw(config, option, key):
+def _raw(config, option, key, parse=None):
     """(value, where, source) of a setting: the command line wins over the
-    ini file; (None, None, "default") when neither sets it."""
+    ini file; (None, None, "default") when neither sets it.  With `parse`
+    (value, where -> value), the value returned is parsed, and so is the
+    ini file's value when the command line overrides it: a wrong value is
+    refused wherever it is, not only where it wins."""
     dest = option.lstrip("-").replace("-", "_")
     value = config.getoption(dest, None)
+    ini = _getini(config, key)
+    found = []
     if value is not None:
-        return value, WHERE_CLI.format(option=option), "command line"
-    value = _getini(config, key)
-    if value not in (None, "", []):
-        return value, ini_where(config, key), "ini"
-    return None, None, "default"
+        found.append((value, WHERE_CLI.format(option=option), "command line"))
+    if ini not in (None, "", []):
+        found.append((ini, ini_where(config, key), "ini"))
+    if not found:
+        return None, None, "default"
+    if parse is not None:
+        found = [(parse(v, w), w, s) for v, w, s in found]
+    return found[0]
 
 
 def parse_bool(value, where):
@@ -345,46 +351,54 @@ def parse_bool(value, where):
     raise BadValue(where, PROBLEM_BOOL.format(value=value))
 
 
+def parse_diagnose(value, where):
+    """One of DIAGNOSE_MODES; BadValue naming `where` otherwise."""
+    mode = str(value).strip()
+    if mode not in DIAGNOSE_MODES:
+        raise BadValue(where, PROBLEM_DIAGNOSE.format(
+            valid=", ".join(DIAGNOSE_MODES), value=mode))
+    return mode
+
+
 def from_config(config):
     """SessionSettings of `config`; BadValue on a bad value."""
     sources = {}
-    value, where, sources["leaks"] = _raw(config, "--leaks", "leaks")
-    hunt = False if value is None else parse_bool(value, where)
+    value, where, sources["leaks"] = _raw(config, "--leaks", "leaks",
+                                          parse_bool)
+    hunt = False if value is None else value
     hunt_none = sources["leaks"] == "command line" and not hunt
 
     wheres = {}
-    value, where, sources["repeat"] = _raw(config, "--leaks-repeat",
-                                           "leaks_repeat")
-    repeat = (DEFAULT_REPEAT if value is None
-              else parse_int(value, "repeat", 1, where))
-    value, where, sources["warmup"] = _raw(config, "--leaks-warmup",
-                                           "leaks_warmup")
-    warmup = (DEFAULT_WARMUP if value is None
-              else parse_int(value, "warmup", 0, where))
+    value, where, sources["repeat"] = _raw(
+        config, "--leaks-repeat", "leaks_repeat",
+        lambda v, w: parse_int(v, "repeat", 1, w))
+    repeat = DEFAULT_REPEAT if value is None else value
+    value, where, sources["warmup"] = _raw(
+        config, "--leaks-warmup", "leaks_warmup",
+        lambda v, w: parse_int(v, "warmup", 0, w))
+    warmup = DEFAULT_WARMUP if value is None else value
     value, where, sources["probes"] = _raw(config, "--leaks-probes",
-                                           "leaks_probes")
-    probes = (tuple(leakcheck.DEFAULT_PROBES) if value is None
-              else parse_probes(value, where))
+                                           "leaks_probes", parse_probes)
+    probes = tuple(leakcheck.DEFAULT_PROBES) if value is None else value
     if value is not None and probes != tuple(leakcheck.PROBE_NAMES):
         # Named here, not in a marker: a probe this process cannot read
-        # would error every test.
+        # would error every test.  (Only for the value in force: an ini
+        # file shared by builds may name one that the command line
+        # leaves out here.)
         for p in leakcheck.probes():
             if p.name in probes and not p.available:
                 raise BadValue(where, PROBLEM_UNAVAILABLE.format(
                     value=p.name, reason=p.reason))
-    value, where, sources["thorough"] = _raw(config, "--leaks-thorough",
-                                             "leaks_thorough")
-    thorough = False if value is None else parse_bool(value, where)
+    value, where, sources["thorough"] = _raw(
+        config, "--leaks-thorough", "leaks_thorough", parse_bool)
+    thorough = False if value is None else value
     report, wheres["report"], sources["report"] = _raw(
         config, "--leaks-report", "leaks_report")
     baseline, wheres["baseline"], sources["baseline"] = _raw(
         config, "--leaks-baseline", "leaks_baseline")
-    diagnose, where, sources["diagnose"] = _raw(config, "--leaks-diagnose",
-                                                "leaks_diagnose")
-    diagnose = "full" if diagnose is None else str(diagnose).strip()
-    if diagnose not in DIAGNOSE_MODES:
-        raise BadValue(where, PROBLEM_DIAGNOSE.format(
-            valid=", ".join(DIAGNOSE_MODES), value=diagnose))
+    diagnose, where, sources["diagnose"] = _raw(
+        config, "--leaks-diagnose", "leaks_diagnose", parse_diagnose)
+    diagnose = "full" if diagnose is None else diagnose
     dump, wheres["dump"], sources["dump"] = _raw(
         config, "--leaks-dump", "leaks_dump")
     return SessionSettings(

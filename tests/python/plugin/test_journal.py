@@ -6,6 +6,7 @@ the next run, builds from the journal."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ import pytest
 
 from leakcheck import gate, journal
 from pytest_leakcheck import report as reportmod
+from pytest_leakcheck import settings
 
 
 def gate_cli(pytester, *args):
@@ -334,3 +336,96 @@ def test_collection_errors_leave_a_partial_report_saying_so(pytester):
     result.stdout.fnmatch_lines(["  report r.json is partial, its run did "
                                  "not finish (interrupted: 1 error during "
                                  "collection)"])
+
+
+def test_a_held_journal_is_not_taken(tmp_path):
+    """The writer's lock: a second writer of the same journal is refused,
+    naming the first; once the first is done, the path is free again."""
+    path = str(tmp_path / "r.json.journal")
+    first = journal.Journal(path, {})
+    with pytest.raises(journal.InUse) as e:
+        journal.Journal(path, {})
+    assert e.value.strerror == journal.MSG_IN_USE.format(
+        pid=os.getpid(), host=socket.gethostname())
+    assert journal.read(path)["tests"] == []       # the first one's, intact
+    first.write({"start": "t"})
+    first.close(remove=True)
+    assert not os.path.lexists(path)
+    second = journal.Journal(path, {})
+    second.close(remove=True)
+
+
+WAITS = '''
+import os
+import time
+
+def test_first():
+    pass
+
+def test_waits():
+    open("a.started", "w").close()
+    for _ in range(12000):          # killed long before (at most 2 min)
+        time.sleep(0.01)
+'''
+
+
+def _in_use_problem(path, pid):
+    """The problem a session refused for `path` names, `pid` writing it."""
+    return settings.PROBLEM_REPORT_IN_USE.format(
+        value=path, reason=journal.MSG_IN_USE.format(
+            pid=pid, host=socket.gethostname()))
+
+
+def _wait_for(path, proc):
+    """Until `path` exists; fails when `proc` ends first."""
+    while not path.exists():
+        assert proc.poll() is None, "session A ended before its test began"
+        try:
+            proc.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def test_two_sessions_on_one_report_path(pytester):
+    """Session A runs; session B given the same report path is refused at
+    start with one line naming A, and leaves A's journal alone: SIGKILL A,
+    and the gate still sees A's tests and the one it was running.  A
+    third session then rebuilds A's report and writes its own."""
+    pytester.makepyfile(test_waits=WAITS)
+    a = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "--leaks", "--leaks-report=r.json", "test_waits.py"],
+        cwd=pytester.path, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(pytester.path / "a.started", a)
+        b = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                          "test_waits.py")
+        assert b.ret == pytest.ExitCode.USAGE_ERROR
+        errors = [line for line in b.stderr.lines if line.strip()]
+        assert errors == ["ERROR: leakcheck: command line option "
+                          "--leaks-report: " + _in_use_problem(
+                              pytester.path / "r.json", a.pid)]
+        assert "test_waits" not in b.stdout.str()     # no test ran in B
+    finally:
+        a.kill()
+        a.wait()
+    assert a.returncode == -signal.SIGKILL
+    assert not (pytester.path / "r.json").exists()   # B wrote none either
+    result = gate_cli(pytester, "r.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        f"  CRASHED test_waits.py::test_waits: {journal.MSG_CRASHED}"])
+    report = gate.load_report(str(pytester.path / "r.json"))
+    assert {t["id"]: t["verdict"] for t in report["tests"]} == {
+        "test_waits.py::test_first": "clean",
+        "test_waits.py::test_waits": "crashed"}
+
+    # A is dead: its journal is no one's, the next session takes it.
+    pytester.makepyfile(test_waits="def test_quick():\n    pass\n")
+    c = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    assert c.ret == pytest.ExitCode.OK
+    c.stdout.fnmatch_lines(["*crashed: test_waits.py::test_waits*"])
+    assert not (pytester.path / "r.json.journal").exists()
+    report = gate.load_report(str(pytester.path / "r.json"))
+    assert [t["id"] for t in report["tests"]] == ["test_waits.py::test_quick"]

@@ -36,6 +36,10 @@ def test_tolerance_int():
 def test_tolerance_dict():
     _KEPT.append([])
 
+@pytest.mark.noleak(probes=["objects"], tolerance=2**63 - 1)
+def test_tolerance_int64_max():
+    _KEPT.append([])
+
 @pytest.mark.noleak(probes=["objects"], tolerance=0)
 def test_tolerance_zero():
     _KEPT.append([])
@@ -75,12 +79,16 @@ def test_each_marker_argument(pytester, read_report, runs_log):
     assert rec["test_tolerance_int"]["verdict"] == "clean"
     assert rec["test_tolerance_int"]["thresholds"] == {"objects": 2}
     assert rec["test_tolerance_dict"]["verdict"] == "clean"
+    # The engine's largest tolerance, as in leakcheck.repeat().
+    assert rec["test_tolerance_int64_max"]["verdict"] == "clean"
+    assert rec["test_tolerance_int64_max"]["thresholds"] == {
+        "objects": 2**63 - 1}
     assert rec["test_tolerance_zero"]["verdict"] == "leak"
     assert rec["test_tolerance_zero"]["thresholds"] == {"objects": 1}
 
     assert "test_unmarked" not in rec           # not hunted without --leaks
     assert rec["TestClassMarked::test_method"]["verdict"] == "leak"
-    result.assert_outcomes(passed=5, failed=4)
+    result.assert_outcomes(passed=6, failed=4)
 
 
 def _bad(test, problem):
@@ -113,6 +121,12 @@ BAD = {
     "test_tolerance_dict_value": (
         "tolerance={'objects': -1}",
         settings.PROBLEM_TOLERANCE.format(value={"objects": -1})),
+    "test_tolerance_over_int64": (
+        "tolerance=2**63", settings.PROBLEM_TOLERANCE_MAX.format(
+            maximum=2**63 - 1, value=2**63)),
+    "test_tolerance_dict_over_int64": (
+        "tolerance={'objects': 2**64}", settings.PROBLEM_TOLERANCE_MAX.format(
+            maximum=2**63 - 1, value=2**64)),
     "test_tolerance_dict_probe": (
         "tolerance={'nope': 1}",
         settings.PROBLEM_PROBE.format(value="nope", valid=VALID)),

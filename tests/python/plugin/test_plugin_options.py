@@ -245,3 +245,44 @@ def test_unusable_baseline_is_a_usage_error(pytester, clean_source):
     result.stderr.fnmatch_lines([
         "ERROR: " + _cli("--leaks-baseline", settings.PROBLEM_BASELINE.format(
             value=pytester.path / "wrong.json", reason="*"))])
+
+
+OVERRIDDEN = [
+    # (command line, ini key, its bad value, the problem)
+    ("--leaks", "leaks", "maybe", settings.PROBLEM_BOOL.format(
+        value="maybe")),
+    ("--leaks-repeat=3", "leaks_repeat", "x", settings.PROBLEM_INT.format(
+        name="repeat", minimum=1, value="x")),
+    ("--leaks-warmup=1", "leaks_warmup", "-1", settings.PROBLEM_INT.format(
+        name="warmup", minimum=0,
+        value=-1 if settings.installed_pytest() >= (9, 0) else "-1")),
+    ("--leaks-probes=blocks", "leaks_probes", "bogus",
+     settings.PROBLEM_PROBE.format(value="bogus",
+                                   valid=", ".join(leakcheck.PROBE_NAMES))),
+    ("--leaks-thorough", "leaks_thorough", "perhaps",
+     settings.PROBLEM_BOOL.format(value="perhaps")),
+    ("--leaks-diagnose=off", "leaks_diagnose", "fast",
+     settings.PROBLEM_DIAGNOSE.format(valid=", ".join(
+         settings.DIAGNOSE_MODES), value="fast")),
+]
+
+
+@pytest.mark.parametrize("how", ["-o", "ini file"])
+@pytest.mark.parametrize("option, key, value, problem", OVERRIDDEN)
+def test_bad_ini_value_is_refused_when_the_command_line_overrides_it(
+        pytester, clean_source, how, option, key, value, problem):
+    """`--leaks -o leaks=maybe` once ran silently: the ini value was not
+    read at all when the command line set the option."""
+    pytester.makepyfile(clean_source)
+    if how == "-o":
+        result = pytester.runpytest_subprocess(option, "-o", f"{key}={value}")
+        where = settings.WHERE_OVERRIDE.format(key=key)
+    else:
+        ini = pytester.makefile(".ini",
+                                pytest=f"[pytest]\n{key} = {value}\n")
+        result = pytester.runpytest_subprocess(option)
+        where = settings.WHERE_INI.format(key=key, inifile=ini)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: " + settings.MSG_BAD_VALUE.format(where=where,
+                                                  problem=problem)])

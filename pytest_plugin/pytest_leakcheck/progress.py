@@ -1,0 +1,87 @@
+"""Live progress of a long hunt in the terminal.
+
+A hunt that has run for PROGRESS_DELAY seconds shows, after what pytest
+wrote on the current line, which test it hunts in and where it is: run k
+of n, confirming, diagnosing.  The text is drawn past the cursor (saved
+and restored with the terminal's own codes) and erased before pytest
+writes the test's outcome, so the line pytest writes is unchanged.  Only
+when pytest writes to a terminal, and not in a pytest-xdist worker (whose
+output the terminal never sees): captured or CI output is unchanged.
+"""
+
+import os
+import time
+
+PROGRESS_DELAY = 2.0        # seconds of hunting before progress shows
+MSG_PROGRESS = " [leakcheck: {name} {what}]"
+WHAT_RUN = "run {run} of {runs}"
+WHAT_CONFIRMING = "confirming, run {run}"
+WHAT_DIAGNOSING = "diagnosing, run {run}"
+
+_SAVE, _RESTORE_AND_ERASE = "\x1b7", "\x1b8\x1b[K"
+_warm = False               # a first write was made in this process
+
+
+class Progress:
+    """The progress of one test's hunt; show() is cheap until it is due."""
+
+    def __init__(self, config, name, worker_id):
+        self.name = name
+        self.began = time.monotonic()
+        self.shown = False
+        self.writer = None
+        self.capman = None
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if (worker_id is not None or reporter is None
+                or not getattr(reporter, "isatty", False)
+                or os.environ.get("TERM") == "dumb"):
+            return
+        writer = getattr(reporter, "_tw", None)
+        if writer is None or not hasattr(writer, "_file"):
+            return
+        self.writer = writer
+        self.capman = config.pluginmanager.get_plugin("capturemanager")
+        global _warm
+        if not _warm:
+            # The first write fills caches for good (the terminal's size,
+            # the capture manager's): made here, writing nothing, before
+            # a series' first snapshot rather than in a measured run.
+            self._room()
+            self._write("")
+            _warm = True
+
+    def _room(self):
+        """Columns left on the line after what pytest wrote."""
+        return self.writer.fullwidth - self.writer.width_of_current_line - 1
+
+    def show(self, what):
+        """Shows `what` (one of the WHAT_ texts) once the hunt has taken
+        PROGRESS_DELAY seconds."""
+        if self.writer is None or (
+                not self.shown
+                and time.monotonic() - self.began < PROGRESS_DELAY):
+            return
+        room = self._room()
+        text = MSG_PROGRESS.format(name=self.name, what=what)
+        if len(text) > room:
+            text = text[:max(room, 0)]
+        self._write((_RESTORE_AND_ERASE if self.shown else _SAVE) + text)
+        self.shown = True
+
+    def clear(self):
+        """Erases what show() drew; pytest's line is as it was."""
+        if self.shown:
+            self._write(_RESTORE_AND_ERASE)
+            self.shown = False
+
+    def _write(self, text):
+        # Not through the writer's own write(): its count of the line's
+        # width (which places pytest's "[ 50%]") must not change.
+        out = self.writer._file
+        if self.capman is not None:
+            with self.capman.global_and_fixture_disabled():
+                out.write(text)
+                out.flush()
+        else:
+            out.write(text)
+            out.flush()
