@@ -52,6 +52,18 @@ SECTION_TITLES = {
     "text": "Diagnosis",
 }
 _META_KEYS = ("leaking", "runs", "capture")
+# Figures a diagnosis gives as totals over its re-runs, by section and
+# column: shown per run, as the terminal's report shows them.
+_TOTALS = {"objects": ("delta",), "allocations": ("size", "count"),
+           "refcounts": ("delta",)}
+# Figures a diagnosis gives per run already.
+_PER_RUN = {"native": ("bytes", "blocks"), "native_sites": ("bytes", "blocks"),
+            "heap_lines": ("bytes",)}
+# Column headings other than the key, by section and column ("per run" is
+# added to the figures above).
+_HEADINGS = {("native", "objects"): "object file",
+             ("native_sites", "objects"): "object file",
+             ("allocations", "size"): "bytes", ("allocations", "count"): "blocks"}
 # A test's verdict over a night's reports, as the gate merges them (the
 # first of Test.ORDER it has wins).
 _VERDICT_RANK = {v: len(Test.ORDER) - i for i, v in enumerate(Test.ORDER)}
@@ -263,9 +275,27 @@ def _cell(value, key=None):
     return [_scalar(value)]
 
 
-def _table(entries):
-    """Columns and rows of a list of dicts; a place (file, line, function)
-    becomes one "where" column."""
+def _per_run(total, runs, sign):
+    """A total growth over `runs` re-runs as growth per run, as the
+    terminal's report says it (a whole number when it divides)."""
+    if total % runs == 0:
+        value = total // runs
+        return f"{value:+,d}" if sign else f"{value:,}"
+    return f"{total / runs:+,.1f}" if sign else f"{total / runs:,.1f}"
+
+
+def _object_files(value):
+    """The object files of a C line (several when several define its
+    function), by name, as the terminal's report shows them."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [" or ".join(v.rsplit("/", 1)[-1] for v in value)]
+    return _cell(value)
+
+
+def _table(entries, section=None, runs=None):
+    """Columns, their headings and rows of a list of dicts, the section
+    `section` of a diagnosis of `runs` re-runs; a place (file, line, function)
+    becomes one "where" column, and figures are per run."""
     columns = []
     placed = any(_where(e) is not None for e in entries)
     if placed:
@@ -276,16 +306,26 @@ def _table(entries):
                 continue
             if key not in columns:
                 columns.append(key)
+    totals = _TOTALS.get(section, ()) if runs else ()
+    per_run = totals + (_PER_RUN.get(section, ()) if runs else ())
     rows = []
     for entry in entries:
         row = []
-        for key in columns:
-            if key == "where":
+        for column in columns:
+            value = entry.get(column)
+            if column == "where":
                 row.append([_where(entry) or ""])
+            elif column in totals and _int(value) is not None:
+                row.append([_per_run(value, runs, column == "delta")])
+            elif column == "objects" and section in ("native", "native_sites"):
+                row.append(_object_files(value))
             else:
-                row.append(_cell(entry.get(key), key))
+                row.append(_cell(value, column))
         rows.append(row)
-    return {"columns": columns, "rows": rows,
+    headings = [_HEADINGS.get((section, c), c) for c in columns]
+    headings = [f"{h} per run" if c in per_run else h
+                for h, c in zip(headings, columns)]
+    return {"columns": headings, "rows": rows,
             "numeric": [c in ("delta", "size", "count", "bytes", "blocks",
                               "new", "fd") for c in columns]}
 
@@ -300,6 +340,8 @@ def sections(diagnosis):
         return [{"title": "Diagnosis", "kind": "text",
                  "text": _scalar(diagnosis)}]
     out = []
+    runs = _int(diagnosis.get("runs"))
+    runs = runs if runs and runs > 0 else None
     for key, value in diagnosis.items():
         if key in _META_KEYS or value in (None, "", [], {}):
             continue
@@ -310,7 +352,8 @@ def sections(diagnosis):
                         "chains": [_chain(c) for c in value]})
         elif isinstance(value, list) and all(isinstance(v, dict)
                                              for v in value):
-            out.append({"title": title, "kind": "table", **_table(value)})
+            out.append({"title": title, "kind": "table",
+                        **_table(value, key, runs)})
         elif isinstance(value, list):
             out.append({"title": title, "kind": "list",
                         "entries": [_scalar(v) for v in value]})
