@@ -392,3 +392,13 @@ def test_c_lines_name_the_object_file_and_figures_are_per_run():
     assert python_lines["columns"][:3] == ["where", "bytes per run",
                                            "blocks per run"]
     assert python_lines["rows"][0][1:3] == [["2,048"], ["1"]]
+
+
+def test_the_run_id_comes_from_leakcheck_or_the_ci():
+    from pytest_leakcheck import report
+    assert report.run_id({}) is None
+    assert report.run_id({"LEAKCHECK_RUN_ID": " "}) is None
+    assert report.run_id({"GITHUB_RUN_ID": "123"}) == "github-run-123"
+    assert report.run_id({"CI_PIPELINE_ID": "7"}) == "gitlab-pipeline-7"
+    assert report.run_id({"LEAKCHECK_RUN_ID": "nightly-42",
+                          "GITHUB_RUN_ID": "123"}) == "nightly-42"
