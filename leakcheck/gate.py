@@ -26,7 +26,8 @@ against what it just wrote.
 
 ``--format github`` also prints one GitHub Actions annotation per new leak
 (and per crashed test) at the test's definition, so that it shows in the
-pull request's diff.
+pull request's diff; a leak's annotation holds its deltas and the C line
+and Python line its diagnosis found (diagnosis_sites()).
 
 Pure Python and standard library only: the gate runs wherever the report
 lands, with no compiler and no pytest.  load_report() and UnusableInput are
@@ -630,7 +631,8 @@ def add_arguments(p):
     p.add_argument("--format", choices=("text", "github"), default="text",
                    help="github: also one GitHub Actions ::error annotation "
                         "per new leak and per crashed test, at the test's "
-                        "definition (default: text)")
+                        "definition, naming the C and Python lines the "
+                        "diagnosis found (default: text)")
     p.add_argument("--allow-partial", action="store_true",
                    help="do not fail on a partial report (its run did not "
                         "finish), a crashed test, or a test leakcheck could "
