@@ -11,7 +11,9 @@ The format is JSON lines, UTF-8.  The first line is the header:
      "capture": memray capture file or null,
      "fds": [{"fd": number, "target": what /proc/self/fd names: a path,
               "socket:[inode]", "pipe:[inode]", ...}] the re-runs left
-             open (absent in dumps written before it was added)}
+             open (absent in dumps written before it was added),
+     "sites": [text] the C line and the Python line the diagnosis found,
+              as the gate's annotations say them (absent in older dumps)}
 
 Each line after it is one object that the diagnosis' re-runs created and
 that survived them, as found among the objects the garbage collector
@@ -49,7 +51,8 @@ from ._chain import edge, find_chains
 from ._evidence import PACKAGE_DIR, TOP
 from ._evidence.frames import ignored
 from ._evidence.objects import origin, type_name
-from .gate import UnusableInput, is_int64, printable, read_text, write_text
+from .gate import (UnusableInput, diagnosis_sites, is_int64, printable,
+                   read_text, write_text)
 
 if TYPE_CHECKING:
     from ._diagnose import Diagnosis
@@ -104,7 +107,17 @@ def _repr(obj, limit, depth):
         if depth == 0:
             return f"<{cls.__name__} of {len(obj)}>"
         parts, used = [], 0
-        items = obj.items() if cls is dict else obj
+        if cls in (list, tuple):
+            # What the collector sees, never iteration: a list or tuple a
+            # C function made and left on an error path may hold unset
+            # (NULL) items, which iterating would crash on.
+            # (CPython's traversal visits them last to first.)
+            items = gc.get_referents(obj)[::-1]
+            if len(items) != len(obj):
+                return (f"<{cls.__name__} of {len(obj)}, "
+                        f"{len(obj) - len(items)} of them unset (NULL)>")
+        else:
+            items = obj.items() if cls is dict else obj
         for item in items:
             if used > limit:
                 parts.append("...")
@@ -311,7 +324,8 @@ def write_dump(directory: PathLike, test_id: str, diagnosis: "Diagnosis",
         "leaking": list(diagnosis.leaking), "deltas": dict(deltas or {}),
         "runs": diagnosis.runs, "objects": len(entries),
         "truncated": truncated, "capture": capture,
-        "fds": [dict(entry) for entry in getattr(diagnosis, "fds", ())]}
+        "fds": [dict(entry) for entry in getattr(diagnosis, "fds", ())],
+        "sites": diagnosis_sites(diagnosis.to_dict(), os.getcwd())}
     write_text(path, "".join(json.dumps(line) + "\n"
                              for line in [header] + entries))
     return path
@@ -387,6 +401,10 @@ def _odd_header(header):
             and isinstance(e.get("target"), str) for e in fds)):
         return ("has \"fds\" that are not a list of {\"fd\": integer, "
                 "\"target\": string}")
+    sites = header.get("sites")
+    if sites is not None and not (isinstance(sites, list) and all(
+            isinstance(e, str) for e in sites)):
+        return "has \"sites\" that are not a list of strings"
     return None
 
 
@@ -429,11 +447,14 @@ def summary(dump, top=20):
                                if isinstance(d, int))
             for p in leaking))
     extra = " (cut short: more were found)" if dump.get("truncated") else ""
+    sites = dump.get("sites") or []
+    if sites:
+        lines.append("the diagnosis found:")
+        lines += [f"  {site}" for site in sites]
     fds = _fd_lines(dump)
     if not objects:
         if not fds:
-            lines.append("no surviving objects listed (they are looked for "
-                         "when objects or allocator probes leak)")
+            lines.append(_why_no_objects(leaking, sites, dump))
         return lines + fds + _capture_line(dump)
     lines.append(f"Total {len(objects)} objects{extra}, {len(by_type)} "
                  f"types, Total size = {_bytes(total)} ({total} bytes)")
@@ -459,6 +480,33 @@ def summary(dump, top=20):
         lines.append("Held by (the commonest chain of each largest type):")
         lines += held_lines
     return lines + fds + _capture_line(dump)
+
+
+# Probes whose growth is memory Python allocated, an object or not.
+_MEMORY_PROBES = ("refs", "blocks", "py_bytes", "py_allocs")
+
+
+def _why_no_objects(leaking, sites, dump):
+    """Why a dump lists no surviving object, from what leaked."""
+    where = ("the lines above say where it was allocated" if sites else
+             "the test's failure report says where it was allocated"
+             + (", and memray's capture below" if dump.get("capture")
+                else ""))
+    memory = [p for p in leaking if p in _MEMORY_PROBES]
+    if memory:
+        return (f"no surviving objects listed: what grew ({', '.join(memory)})"
+                f" is memory no object the garbage collector tracks holds (a "
+                f"str, bytes or int kept alone, a PyMem buffer, an object a C "
+                f"function made and never tracked); {where}")
+    if "objects" in leaking:
+        return ("no surviving objects listed: the objects that grew while "
+                "measured did not survive the diagnosis' re-runs (a cache "
+                f"that fills up, then stops?); {where}")
+    if leaking:
+        return (f"no surviving objects listed: what grew "
+                f"({', '.join(leaking)}) is no Python object; {where}")
+    return ("no surviving objects listed (they are looked for when objects "
+            "or allocator probes leak)")
 
 
 def _fd_lines(dump):

@@ -6,11 +6,16 @@ with a plot of its per-run growth for every probe (the threshold drawn
 across) and its diagnosis, and, when the reports span several runs
 (nightlies), a trend: which tests leaked on which night, new or known.
 
-Reports come in the order given, oldest first.  Reports written less than
-RUN_GAP apart belong to one run (the shards of a suite, the jobs of a
-Python matrix): in a run, a test leaks when it leaks in any of its reports,
-and each of those reports is shown.  A report without a readable
-"created" time is a run of its own.
+Reports come in the order given, oldest first.  Reports with the same run
+identifier (environment.run_id: LEAKCHECK_RUN_ID, or the CI's run) belong
+to one run (the shards of a suite, the jobs of a Python matrix), wherever
+they stand in the list; reports with different identifiers are different
+runs.  Reports without one (older reports, or runs outside CI without
+LEAKCHECK_RUN_ID) fall back to their times: such a report joins the run
+just before it when that run has no identifier either and began less than
+RUN_GAP earlier; one without a readable "created" time is a run of its
+own.  In a run, a test leaks when it leaks in any of its reports, and each
+of those reports is shown.
 
 The page is one file: its style inline, its plots inline SVG, no script,
 nothing fetched.  Jinja2 renders it with autoescaping, so whatever a report
@@ -23,7 +28,9 @@ import argparse
 import datetime
 import sys
 
-from .gate import EXIT_UNUSABLE, Test, UnusableInput, load_report, write_text
+from .gate import (EXIT_UNUSABLE, Test, UnusableInput, _path_argument,
+                   is_known, load_baseline, load_report, run_id_of,
+                   write_text)
 
 RUN_GAP = datetime.timedelta(hours=6)
 
@@ -45,6 +52,18 @@ SECTION_TITLES = {
     "text": "Diagnosis",
 }
 _META_KEYS = ("leaking", "runs", "capture")
+# Figures a diagnosis gives as totals over its re-runs, by section and
+# column: shown per run, as the terminal's report shows them.
+_TOTALS = {"objects": ("delta",), "allocations": ("size", "count"),
+           "refcounts": ("delta",)}
+# Figures a diagnosis gives per run already.
+_PER_RUN = {"native": ("bytes", "blocks"), "native_sites": ("bytes", "blocks"),
+            "heap_lines": ("bytes",)}
+# Column headings other than the key, by section and column ("per run" is
+# added to the figures above).
+_HEADINGS = {("native", "objects"): "object file",
+             ("native_sites", "objects"): "object file",
+             ("allocations", "size"): "bytes", ("allocations", "count"): "blocks"}
 # A test's verdict over a night's reports, as the gate merges them (the
 # first of Test.ORDER it has wins).
 _VERDICT_RANK = {v: len(Test.ORDER) - i for i, v in enumerate(Test.ORDER)}
@@ -68,13 +87,25 @@ def _created(report):
 
 def group_runs(reports):
     """[[(path, report), ...] per run] of `reports` ((path, report) pairs
-    in the order given): a report joins the run before it when it was
-    created less than RUN_GAP after that run's first report."""
+    in the order given), in the order their first reports come: reports
+    with one run identifier form one run; a report without one joins the
+    run before it when that run has no identifier either and the report
+    was created less than RUN_GAP after that run's first report."""
     runs = []
-    start = None
+    by_id = {}                  # run identifier -> its run
+    start = None                # creation of the last run's first report
     for path, report in reports:
+        run_id = run_id_of(report)
+        if run_id is not None:
+            if run_id in by_id:
+                by_id[run_id].append((path, report))
+            else:
+                by_id[run_id] = [(path, report)]
+                runs.append(by_id[run_id])
+            continue
         created = _created(report)
         if (runs and created is not None and start is not None
+                and run_id_of(runs[-1][0][1]) is None
                 and datetime.timedelta(0) <= created - start < RUN_GAP):
             runs[-1].append((path, report))
         else:
@@ -85,7 +116,9 @@ def group_runs(reports):
 
 def _run_label(run):
     created = _created(run[0][1])
-    return created.strftime("%Y-%m-%d %H:%M") if created else run[0][0]
+    label = created.strftime("%Y-%m-%d %H:%M") if created else run[0][0]
+    run_id = run_id_of(run[0][1])
+    return f"{label} (run {run_id})" if run_id is not None else label
 
 
 def _report_label(path, report):
@@ -242,9 +275,27 @@ def _cell(value, key=None):
     return [_scalar(value)]
 
 
-def _table(entries):
-    """Columns and rows of a list of dicts; a place (file, line, function)
-    becomes one "where" column."""
+def _per_run(total, runs, sign):
+    """A total growth over `runs` re-runs as growth per run, as the
+    terminal's report says it (a whole number when it divides)."""
+    if total % runs == 0:
+        value = total // runs
+        return f"{value:+,d}" if sign else f"{value:,}"
+    return f"{total / runs:+,.1f}" if sign else f"{total / runs:,.1f}"
+
+
+def _object_files(value):
+    """The object files of a C line (several when several define its
+    function), by name, as the terminal's report shows them."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [" or ".join(v.rsplit("/", 1)[-1] for v in value)]
+    return _cell(value)
+
+
+def _table(entries, section=None, runs=None):
+    """Columns, their headings and rows of a list of dicts, the section
+    `section` of a diagnosis of `runs` re-runs; a place (file, line, function)
+    becomes one "where" column, and figures are per run."""
     columns = []
     placed = any(_where(e) is not None for e in entries)
     if placed:
@@ -255,16 +306,26 @@ def _table(entries):
                 continue
             if key not in columns:
                 columns.append(key)
+    totals = _TOTALS.get(section, ()) if runs else ()
+    per_run = totals + (_PER_RUN.get(section, ()) if runs else ())
     rows = []
     for entry in entries:
         row = []
-        for key in columns:
-            if key == "where":
+        for column in columns:
+            value = entry.get(column)
+            if column == "where":
                 row.append([_where(entry) or ""])
+            elif column in totals and _int(value) is not None:
+                row.append([_per_run(value, runs, column == "delta")])
+            elif column == "objects" and section in ("native", "native_sites"):
+                row.append(_object_files(value))
             else:
-                row.append(_cell(entry.get(key), key))
+                row.append(_cell(value, column))
         rows.append(row)
-    return {"columns": columns, "rows": rows,
+    headings = [_HEADINGS.get((section, c), c) for c in columns]
+    headings = [f"{h} per run" if c in per_run else h
+                for h, c in zip(headings, columns)]
+    return {"columns": headings, "rows": rows,
             "numeric": [c in ("delta", "size", "count", "bytes", "blocks",
                               "new", "fd") for c in columns]}
 
@@ -279,6 +340,8 @@ def sections(diagnosis):
         return [{"title": "Diagnosis", "kind": "text",
                  "text": _scalar(diagnosis)}]
     out = []
+    runs = _int(diagnosis.get("runs"))
+    runs = runs if runs and runs > 0 else None
     for key, value in diagnosis.items():
         if key in _META_KEYS or value in (None, "", [], {}):
             continue
@@ -289,7 +352,8 @@ def sections(diagnosis):
                         "chains": [_chain(c) for c in value]})
         elif isinstance(value, list) and all(isinstance(v, dict)
                                              for v in value):
-            out.append({"title": title, "kind": "table", **_table(value)})
+            out.append({"title": title, "kind": "table",
+                        **_table(value, key, runs)})
         elif isinstance(value, list):
             out.append({"title": title, "kind": "list",
                         "entries": [_scalar(v) for v in value]})
@@ -374,9 +438,13 @@ def _leak_streaks(runs_verdicts):
     return streaks
 
 
-def _leaking_tests(run, runs_verdicts, labels):
+def _leaking_tests(run, runs_verdicts, labels, baseline=None):
     """The tests that leaked in the last run, each with the records of the
-    reports it leaked in."""
+    reports it leaked in.  A leak is known when `baseline` ({test id:
+    probes}, leakcheck.gate.load_baseline()) knows it as the gate decides
+    it (leakcheck.gate.is_known, over the probes it leaks in any report of
+    the run); without `baseline`, when every report says it is (the run
+    had --leaks-baseline)."""
     streaks = _leak_streaks(runs_verdicts)
     tests = {}
     for path, report in run:
@@ -386,8 +454,10 @@ def _leaking_tests(run, runs_verdicts, labels):
                 continue
             test = tests.setdefault(rec["id"], {"id": rec["id"],
                                                 "records": [],
-                                                "baseline": True})
+                                                "baseline": True,
+                                                "probes": set()})
             test["baseline"] = test["baseline"] and bool(rec.get("known"))
+            test["probes"].update(rec.get("leaking") or ())
             diagnosis = rec.get("diagnosis")
             plots, flat = _plots(rec, probes_info)
             test["records"].append({
@@ -404,8 +474,14 @@ def _leaking_tests(run, runs_verdicts, labels):
     for n, test_id in enumerate(sorted(tests), 1):
         test = tests[test_id]
         since = streaks.get(test_id, len(runs_verdicts) - 1)
+        probes = test.pop("probes")
+        if baseline is not None:
+            test["baseline"] = is_known(baseline, test_id, probes)
         if test["baseline"]:
             status, why = "known", "in the baseline"
+        elif baseline and baseline.get(test_id):
+            status, why = "new", ("the baseline knows only "
+                                  + ", ".join(sorted(baseline[test_id])))
         elif since < len(runs_verdicts) - 1:
             status, why = "known", f"leaking since {labels[since]}"
         else:
@@ -443,9 +519,10 @@ def _trend(runs_verdicts, labels):
     return {"labels": labels, "rows": rows, "totals": totals}
 
 
-def page_context(reports, title=None):
+def page_context(reports, title=None, baseline=None):
     """Everything the template shows, from (path, report) pairs in the
-    order given (oldest first)."""
+    order given (oldest first), and the known leaks `baseline` ({test id:
+    probes}) when one was given."""
     runs = group_runs(reports)
     labels = [_run_label(run) for run in runs]
     runs_verdicts = [_merged_verdicts(run) for run in runs]
@@ -456,21 +533,22 @@ def page_context(reports, title=None):
                              .strftime("%Y-%m-%d %H:%M UTC"),
         "run_label": labels[-1],
         "summary": _summary(last),
-        "leaks": _leaking_tests(last, runs_verdicts, labels),
+        "leaks": _leaking_tests(last, runs_verdicts, labels, baseline),
         "trend": _trend(runs_verdicts, labels) if len(runs) > 1 else None,
         "runs": len(runs),
     }
 
 
-def render(reports, title=None):
-    """The page's HTML text for (path, report) pairs, oldest first."""
+def render(reports, title=None, baseline=None):
+    """The page's HTML text for (path, report) pairs, oldest first, with
+    the known leaks `baseline` ({test id: probes}) when given."""
     import jinja2
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("leakcheck", "templates"),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
         undefined=jinja2.StrictUndefined)
-    return env.get_template("report.html").render(**page_context(reports,
-                                                                 title))
+    return env.get_template("report.html").render(
+        **page_context(reports, title, baseline))
 
 
 # ---- the command ----------------------------------------------------------
@@ -487,6 +565,11 @@ def add_arguments(p):
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="the HTML file to write")
     p.add_argument("--title", help="the page's title")
+    p.add_argument("--baseline", metavar="FILE", type=_path_argument,
+                   help="known leaks, as for 'gate --baseline': a file "
+                        "'gate --write-baseline' wrote, or an older report; "
+                        "a leak is marked known as the gate would judge it "
+                        "(without it: as the run's --leaks-baseline did)")
 
 
 def main(argv=None, out=None, err=None):
@@ -505,7 +588,9 @@ def run(args, out=None, err=None):
     err = sys.stderr if err is None else err
     try:
         reports = [(path, load_report(path)) for path in args.reports]
-        text = render(reports, args.title)
+        baseline = (load_baseline(args.baseline)
+                    if args.baseline is not None else None)
+        text = render(reports, args.title, baseline)
         try:
             # Whole or not at all: a page killed while written is no page.
             write_text(args.output, text, errors="backslashreplace")

@@ -26,7 +26,8 @@ against what it just wrote.
 
 ``--format github`` also prints one GitHub Actions annotation per new leak
 (and per crashed test) at the test's definition, so that it shows in the
-pull request's diff.
+pull request's diff; a leak's annotation holds its deltas and the C line
+and Python line its diagnosis found (diagnosis_sites()).
 
 Pure Python and standard library only: the gate runs wherever the report
 lands, with no compiler and no pytest.  load_report() and UnusableInput are
@@ -131,7 +132,18 @@ def _check_tests(data, path, what):
     for key in _OBJECTS:
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise UnusableInput(f"{what} {path}: \"{key}\" is not an object")
+    run = (data.get("environment") or {}).get("run_id")
+    if run is not None and not (isinstance(run, str) and run.strip()):
+        raise UnusableInput(f"{what} {path}: \"environment\": \"run_id\" is "
+                            f"not a non-empty string")
     return tests
+
+
+def run_id_of(report):
+    """The identifier of the run a report belongs to (its
+    environment.run_id, shared by the shards and jobs of one run), or None
+    when it names none (an older report)."""
+    return (report.get("environment") or {}).get("run_id")
 
 
 # Report fields the commands read, by the shape they must have when
@@ -226,6 +238,15 @@ def load_baseline(path):
             f"baseline {path} has no \"leaks\" object mapping test ids to "
             f"lists of probe names")
     return {k: set(v) for k, v in leaks.items()}
+
+
+def is_known(known, test_id, leaking):
+    """Whether the baseline `known` ({test id: probes}, as load_baseline()
+    gives it) knows the leak of `test_id` in the probes `leaking`: it lists
+    the test with every probe that leaks now.  The one decision of "known"
+    for the gate, the html command and the pytest plugin."""
+    probes = known.get(test_id)
+    return probes is not None and set(leaking) <= set(probes)
 
 
 # ---- several reports as one -------------------------------------------------
@@ -365,8 +386,92 @@ def _deltas(entry):
     return "; ".join(parts)
 
 
+def _relative(path, rootdir):
+    """`path` relative to `rootdir` when it lies in it."""
+    if rootdir and os.path.isabs(path) and os.path.isabs(rootdir):
+        rel = os.path.relpath(path, rootdir)
+        if not rel.startswith(os.pardir):
+            return rel
+    return path
+
+
+def _place(entry, rootdir):
+    """"file:line function()" of a diagnosis entry, or None when it names
+    no place."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        return None
+    text = _relative(entry["file"], rootdir)
+    if is_int64(entry.get("line")) and entry["line"] > 0:
+        text += f":{entry['line']}"
+    if isinstance(entry.get("function"), str) and entry["function"]:
+        text += f" {entry['function']}()"
+    return text
+
+
+def _first(diagnosis, key):
+    entries = diagnosis.get(key)
+    return entries[0] if isinstance(entries, list) and entries else None
+
+
+def _per_run(total, runs):
+    """A total growth over `runs` re-runs per run, as the terminal's
+    report says it: a whole number when it divides."""
+    return str(total // runs) if total % runs == 0 else f"{total / runs:.1f}"
+
+
+def diagnosis_sites(diagnosis, rootdir=None):
+    """The lines a leak's diagnosis found, as text: the C line that
+    allocated the most of what survived, and the Python line (the one that
+    allocated it, or, when no C frame was seen, the one that ran when the
+    C heap grew), each with its growth per run; [] when it found none."""
+    if not isinstance(diagnosis, dict):
+        return []
+    sites = []
+    native = _first(diagnosis, "native")
+    where = _place(native, rootdir)
+    if where:
+        text = f"C line {where}"
+        if is_int64(native.get("bytes")) and is_int64(native.get("blocks")):
+            text += (f": {native['bytes']} bytes in "
+                     f"{_plural(native['blocks'], 'block')} per run")
+        if isinstance(native.get("via"), str) and native["via"]:
+            text += f", made by {native['via']}()"
+        caller = _place(native.get("caller"), rootdir)
+        if caller:
+            text += f", called from {caller}"
+        sites.append(text)
+    runs = diagnosis.get("runs")
+    allocation = _first(diagnosis, "allocations")
+    heap = _first(diagnosis, "heap_lines")
+    where = _place(allocation, rootdir)
+    if where:
+        text = f"Python line {where}"
+        size, count = allocation.get("size"), allocation.get("count")
+        if is_int64(size) and is_int64(count) and is_int64(runs) and runs > 0:
+            blocks = _per_run(count, runs)
+            text += (f": {_per_run(size, runs)} bytes in {blocks} "
+                     f"block{'' if blocks == '1' else 's'} per run")
+        sites.append(text)
+    elif _place(heap, rootdir):
+        text = (f"Python line {_place(heap, rootdir)}, which ran when the C "
+                f"heap grew")
+        if is_int64(heap.get("bytes")):
+            text += f": {heap['bytes']} bytes per run"
+        sites.append(text)
+    return sites
+
+
 def _plural(n, word):
     return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _rootdir(reports, name):
+    """The rootdir of the report `name` of `reports`, or None."""
+    for n, report in reports:
+        if n == name:
+            rootdir = (report.get("environment") or {}).get("rootdir")
+            return rootdir if isinstance(rootdir, str) else None
+    return None
 
 
 class Verdict:
@@ -387,7 +492,7 @@ class Verdict:
                    + ", ".join(f"{counts[v]} {v}" for v in shown))
 
         fresh = [t for t in tests.values() if t.leaks_in
-                 and not t.leaking <= known.get(t.id, set())]
+                 and not is_known(known, t.id, t.leaking)]
         if fresh:
             self.status = EXIT_NEW_LEAKS
             self.lines.append(f"leakcheck gate: {_plural(len(fresh), 'new leak')}"
@@ -408,6 +513,10 @@ class Verdict:
                               f"{where}{extra}")
             message = "\n".join((f"{n}: " if several else "") + _deltas(e)
                                 for n, e in t.leaks_in)
+            sites = next((s for s in (diagnosis_sites(
+                e.get("diagnosis"), _rootdir(reports, n))
+                for n, e in t.leaks_in) if s), [])
+            message = "\n".join([message] + sites)
             self.annotations.append(("leak", t, f"leak: {t.id}", message))
         for t in sorted(tests.values(), key=lambda t: t.id):
             if t.id in known and t.verdict == "clean":
@@ -522,7 +631,8 @@ def add_arguments(p):
     p.add_argument("--format", choices=("text", "github"), default="text",
                    help="github: also one GitHub Actions ::error annotation "
                         "per new leak and per crashed test, at the test's "
-                        "definition (default: text)")
+                        "definition, naming the C and Python lines the "
+                        "diagnosis found (default: text)")
     p.add_argument("--allow-partial", action="store_true",
                    help="do not fail on a partial report (its run did not "
                         "finish), a crashed test, or a test leakcheck could "

@@ -8,7 +8,7 @@ A report is one JSON object:
      "partial_reasons": [...],    # why, when partial
      "created": "2026-01-01T00:00:00Z",
      "environment": {python, implementation, debug_build, platform, pytest,
-                     leakcheck, workers, rootdir},
+                     leakcheck, workers, rootdir, run_id},
      "settings": {hunt: "all"|"marked"|"none", warmup, repeat, probes,
                   tolerance, thorough, baseline},
      "probes": {name: {unit, available, reason, threshold}},
@@ -24,6 +24,14 @@ A report is one JSON object:
                 "test_runs",      # times the test ran, all told
                 "hunt_seconds"},  # what they added to its first run
                ...]}
+
+"run_id" (a string, or null) names the run the report belongs to: the
+environment variable LEAKCHECK_RUN_ID when set, else the CI's own (GitHub
+Actions' GITHUB_RUN_ID, GitLab's CI_PIPELINE_ID), shared by every shard
+and matrix job of one run.  The html command groups reports into runs
+(nights) by it; reports without it (older ones, or written outside CI
+without LEAKCHECK_RUN_ID) are grouped by their "created" times.  Readers
+that do not know it ignore it.
 
 "file" and "line" say where the test is defined (the path relative to
 "rootdir").  "diagnosis" is null or leakcheck.Diagnosis.to_dict() of the
@@ -72,10 +80,9 @@ def load_baseline(path):
     return {k: frozenset(v) for k, v in known.items()}
 
 
-def is_known(baseline, test_id, leaking):
-    """Whether the baseline covers every probe that leaks now."""
-    known = baseline.get(test_id)
-    return known is not None and set(leaking) <= known
+# Whether the baseline covers every probe that leaks now: the gate's
+# decision, the one the html command makes too.
+is_known = gate.is_known
 
 
 class Report:
@@ -165,6 +172,25 @@ class Report:
             self.journal.close(remove=True)
 
 
+# Where a run's identifier comes from: (environment variable, prefix of the
+# id written), the first one set wins.
+RUN_ID_SOURCES = (("LEAKCHECK_RUN_ID", ""),
+                  ("GITHUB_RUN_ID", "github-run-"),
+                  ("CI_PIPELINE_ID", "gitlab-pipeline-"))
+
+
+def run_id(environ=None):
+    """The identifier of the run this session belongs to, shared by every
+    shard and job of it (RUN_ID_SOURCES), or None when nothing names
+    one."""
+    environ = os.environ if environ is None else environ
+    for name, prefix in RUN_ID_SOURCES:
+        value = environ.get(name, "").strip()
+        if value:
+            return prefix + value
+    return None
+
+
 def environment(config, leakcheck_version):
     """Where the report was made."""
     import pytest
@@ -178,4 +204,5 @@ def environment(config, leakcheck_version):
         "leakcheck": leakcheck_version,
         "workers": workers if isinstance(workers, int) else None,
         "rootdir": str(config.rootpath),
+        "run_id": run_id(),
     }

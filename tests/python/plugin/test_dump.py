@@ -300,3 +300,46 @@ def test_show_names_a_device_and_prints_any_type_name(pytester):
     result = run_cli(pytester, "show", str(path))
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["* T\\udcff"])
+
+
+def test_safe_repr_of_a_list_with_unset_items():
+    """A list a C function made and left on an error path (PyList_New,
+    then a failure before every item was set) holds NULL items: the dump
+    must not crash on it, as iterating it would."""
+    import ctypes
+    new_list = ctypes.pythonapi.PyList_New
+    new_list.restype = ctypes.py_object
+    new_list.argtypes = [ctypes.c_ssize_t]
+    unset = new_list(3)
+    assert _dump.safe_repr(unset) == "<list of 3, 3 of them unset (NULL)>"
+    assert _dump.safe_repr([unset]) == "[<list of 3, 3 of them unset (NULL)>]"
+
+
+KEEPS_BYTES = '''
+_KEPT = []
+
+def test_keeps_bytes():
+    _KEPT.append(bytearray(5000))
+'''
+
+
+def test_show_says_what_a_memory_leak_left_when_no_object_is_listed(
+        pytester):
+    """A bytearray is no object the garbage collector tracks: the dump
+    lists none, and show says why and which line the diagnosis found."""
+    pytester.makepyfile(test_bytes=KEEPS_BYTES)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-dump=out")
+    result.assert_outcomes(failed=1)
+    [path] = dumps(pytester.path / "out")
+    result = run_cli(pytester, "show", str(path))
+    assert result.ret == 0, result.stderr.str()
+    text = "\n".join(result.outlines)
+    assert "they are looked for when" not in text
+    line = (pytester.path / "test_bytes.py").read_text().splitlines().index(
+        "    _KEPT.append(bytearray(5000))") + 1
+    result.stdout.fnmatch_lines([
+        "the diagnosis found:",
+        f"  Python line test_bytes.py:{line}: * bytes in * per run",
+        "no surviving objects listed: what grew (blocks*) is memory no "
+        "object the garbage collector tracks holds *; the lines above say "
+        "where it was allocated"])

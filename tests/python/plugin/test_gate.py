@@ -1,6 +1,9 @@
 """``python -m leakcheck``: its commands, help, version and usage errors,
 and the gate over one or several reports, run as CI runs them."""
 
+import pathlib
+import re
+import shutil
 import sys
 
 import pytest
@@ -135,11 +138,55 @@ def test_github_annotations_at_the_definitions(pytester, two_reports):
         found = [e[len(head):] for e in errors if e.startswith(head)]
         assert len(found) == 1, (head, errors)
         parts = found[0].split("%0A")
-        assert [p.split(":")[0] for p in parts] == [f"{j}.json" for j in jobs]
-        assert all("objects +1 +1 +1" in p for p in parts)
+        deltas, sites = parts[:len(jobs)], parts[len(jobs):]
+        assert [p.split(":")[0] for p in deltas] == [f"{j}.json" for j in jobs]
+        assert all("objects +1 +1 +1" in p for p in deltas)
+        # The line the diagnosis found, beside the deltas.
+        kept = (pytester.path / f"{name}.py").read_text().splitlines().index(
+            "        _KEPT.append([])" if test == "test_only_in_b"
+            else "    _KEPT.append([])") + 1
+        assert len(sites) == 1 and re.fullmatch(
+            rf"Python line {name}\.py:{kept}: \d+ bytes in 1 block per run",
+            sites[0]), sites
     # The text follows, as without --format.
     result.stdout.fnmatch_lines(["leakcheck gate: 3 new leaks *"])
     result = run_cli(pytester, "gate", *two_reports, "--format", "github",
                      "--baseline", "a.json")
     assert result.ret == 1
     assert len([l for l in result.outlines if l.startswith("::")]) == 1
+
+
+# ---- the lines the diagnosis found, in annotations -------------------------
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[3] / "examples" / "ext"
+
+
+def test_github_annotation_names_the_c_line(pytester):
+    """Over the example C extension: the annotation of the calloc leak sits
+    at the test's definition and names leaky.c's allocating line."""
+    pytest.importorskip("memray", reason="memray (leakcheck[native]) names "
+                                         "C lines")
+    for name in ("conftest.py", "leaky.c", "fixed.c", "test_ext_example.py"):
+        shutil.copy(EXAMPLE / name, pytester.path / name)
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "-k", "histogram and leaky",
+        "test_ext_example.py")
+    assert result.ret == 1, result.outlines
+    c_line = next(i for i, text in enumerate(
+        (EXAMPLE / "leaky.c").read_text().splitlines(), 1)
+        if "table = calloc(" in text)
+    test_line = next(i for i, text in enumerate(
+        (EXAMPLE / "test_ext_example.py").read_text().splitlines(), 1)
+        if text.startswith("def test_histogram("))
+    result = run_cli(pytester, "gate", "r.json", "--format", "github")
+    assert result.ret == 1
+    errors = [l for l in result.outlines if l.startswith("::error ")]
+    assert len(errors) == 1, errors
+    head = (f"::error file=test_ext_example.py,line={test_line},title=leak%3A "
+            f"test_ext_example.py%3A%3Atest_histogram[leaky]::native_bytes +")
+    assert errors[0].startswith(head), errors
+    sites = errors[0].split("%0A")[1:]
+    assert sites and sites[0].startswith(
+        f"C line leaky.c:{c_line} histogram(): "), sites
+    assert "bytes in 1 block per run, called from test_ext_example.py:" \
+        in sites[0]

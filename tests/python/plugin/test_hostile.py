@@ -353,3 +353,72 @@ def test_the_commands_take_odd_shapes_with_exit_2_and_one_line(pytester):
                           "lone.json", "-o", "page.html", timeout=60)
     assert result.ret == 0, result.stderr.str()
     assert "test_\\udcff" in (pytester.path / "page.html").read_text()
+
+
+@pytest.mark.parametrize("shape", CORRUPT_BASELINES)
+def test_html_takes_the_gates_baseline_and_refuses_what_it_refuses(
+        pytester, shape):
+    content = CORRUPT_BASELINES[shape]
+    path = pytester.path / "known.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(gate.UnusableInput) as excinfo:
+        gate.load_baseline("known.json")
+    leakcheck.write_report(str(pytester.path / "r.json"), {
+        "schema": gate.REPORT_SCHEMA, "tests": [GOOD_TEST]})
+    result = pytester.run(sys.executable, "-m", "leakcheck", "html",
+                          "r.json", "--baseline", "known.json",
+                          "-o", "page.html", timeout=60)
+    assert result.ret == 2
+    assert result.errlines == [f"leakcheck html: error: {excinfo.value}"]
+    assert not (pytester.path / "page.html").exists()
+
+
+@pytest.mark.parametrize("run_id", [3, "", " ", ["night"], {"id": 1}, True])
+def test_a_run_id_that_is_not_a_string_is_unusable(pytester, run_id):
+    leakcheck.write_report(str(pytester.path / "r.json"), {
+        "schema": gate.REPORT_SCHEMA, "environment": {"run_id": run_id},
+        "tests": [GOOD_TEST]})
+    for command, args in (("gate", ()), ("html", ("-o", "page.html"))):
+        result = pytester.run(sys.executable, "-m", "leakcheck", command,
+                              "r.json", *args, timeout=60)
+        assert result.ret == 2
+        assert result.errlines == [
+            f'leakcheck {command}: error: report r.json: "environment": '
+            f'"run_id" is not a non-empty string']
+
+
+@pytest.mark.parametrize("diagnosis", [
+    {"native": ["text"], "allocations": [3]},
+    {"native": [{"file": 3, "line": "x"}], "allocations": [{"file": None}]},
+    {"native": [{"file": "a.c", "line": 10 ** 400, "bytes": "many",
+                 "blocks": None, "caller": "text", "via": 5}],
+     "allocations": [{"file": "t.py", "line": -1, "size": 1.5,
+                      "count": 2}], "runs": 0},
+    {"native": "text", "heap_lines": [{"file": "t.py", "bytes": [1]}]},
+])
+def test_annotations_take_odd_diagnosis_lines(pytester, diagnosis):
+    """A diagnosis' lines of odd shapes: the annotation names what it can,
+    nothing crashes."""
+    leakcheck.write_report(str(pytester.path / "r.json"), {
+        "schema": gate.REPORT_SCHEMA, "tests": [
+            dict(GOOD_TEST, verdict="leak", leaking=["blocks"],
+                 diagnosis=diagnosis)]})
+    result = gate_cli(pytester, "r.json", "--format", "github")
+    assert result.ret == 1, result.stderr.str()
+    assert result.errlines == []
+    assert len([l for l in result.outlines if l.startswith("::error")]) == 1
+
+
+@pytest.mark.parametrize("sites", ["text", [1], [None], {"a": "b"}])
+def test_show_refuses_dump_sites_of_the_wrong_shape(pytester, sites):
+    path = pytester.path / "d.leaks.jsonl"
+    path.write_text(json.dumps({"schema": "leakcheck-dump/1", "objects": 0,
+                                "sites": sites}) + "\n")
+    result = pytester.run(sys.executable, "-m", "leakcheck", "show",
+                          str(path), timeout=60)
+    assert result.ret == 2
+    assert result.errlines == [f'leakcheck show: error: dump {path}: line 1 has '
+                               f'"sites" that are not a list of strings']

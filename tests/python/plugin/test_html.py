@@ -45,17 +45,25 @@ def test_clean_two():
 '''
 
 
+@pytest.fixture(autouse=True)
+def no_run_id(monkeypatch):
+    """Reports made here name no run unless a test says so, also when the
+    suite itself runs in CI."""
+    for name in ("LEAKCHECK_RUN_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def run_cli(pytester, *args):
     return pytester.run(sys.executable, "-m", "leakcheck", *args)
 
 
-def shard(pytester, name, source):
+def shard(pytester, name, source, leaks=True):
     """A real report: pytest --leaks over `source` in a subprocess."""
     pytester.makepyfile(**{name: source})
     result = pytester.runpytest_subprocess(
         f"{name}.py", "--leaks", "--leaks-repeat=3",
         f"--leaks-report={name}.json")
-    assert result.ret == 1      # its leaks fail it
+    assert result.ret == (1 if leaks else 0)    # its leaks fail it
     path = pytester.path / f"{name}.json"
     return path, json.loads(path.read_text())
 
@@ -262,3 +270,135 @@ def test_a_device_is_written_in_place_never_replaced(pytester):
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in pytester.path.iterdir()
             if p.name.startswith(".leakcheck-")] == []
+
+
+def badges(text):
+    """{test id: its badge} of the leaking tests' headings of a page."""
+    import re
+    return {html.unescape(m.group(1)): m.group(2) for m in re.finditer(
+        r'<h3><span class="mono test-id">(.*?)</span> '
+        r'<span class="badge (\w+)">', text)}
+
+
+def test_baseline_marks_leaks_known_as_the_gate_does(pytester):
+    path, report = shard(pytester, "shard_two", SHARD_2)
+    [leak] = leak_ids(report)
+    result = run_cli(pytester, "html", str(path), "-o", "plain.html")
+    assert result.ret == 0, result.stderr.str()
+    assert badges((pytester.path / "plain.html").read_text()) == {leak: "new"}
+
+    # A baseline the gate wrote: known to the gate, known on the page.
+    assert run_cli(pytester, "gate", str(path), "--write-baseline",
+                   "known.json").ret == 0
+    assert run_cli(pytester, "gate", str(path), "--baseline",
+                   "known.json").ret == 0
+    result = run_cli(pytester, "html", str(path), "--baseline", "known.json",
+                     "-o", "known.html")
+    assert result.ret == 0, result.stderr.str()
+    text = (pytester.path / "known.html").read_text()
+    assert badges(text) == {leak: "known"}
+    assert "in the baseline" in text
+
+    # A baseline that knows fewer probes: new to the gate, new on the page.
+    (pytester.path / "fewer.json").write_text(json.dumps(
+        {"schema": "leakcheck-baseline/1", "leaks": {leak: ["fds"]}}))
+    assert run_cli(pytester, "gate", str(path), "--baseline",
+                   "fewer.json").ret == 1
+    result = run_cli(pytester, "html", str(path), "--baseline", "fewer.json",
+                     "-o", "fewer.html")
+    assert result.ret == 0, result.stderr.str()
+    text = (pytester.path / "fewer.html").read_text()
+    assert badges(text) == {leak: "new"}
+    assert "the baseline knows only fds" in text
+
+
+def test_nights_are_told_apart_by_their_run_id(pytester, monkeypatch):
+    """Two shards of night 1 and one of night 2, all written within
+    seconds: the run id, not the time, says which night each is; a shard
+    written hours after its night began stays in it."""
+    night_2 = SHARD_2.replace("def test_keeps_dicts():",
+                              "def test_keeps_dicts():\n    return")
+    made = []
+    for run_id, name, source in [("night-1", "shard_one", SHARD_1),
+                                 ("night-1", "shard_two", SHARD_2),
+                                 ("night-2", "shard_two", night_2)]:
+        monkeypatch.setenv("LEAKCHECK_RUN_ID", run_id)
+        path, report = shard(pytester, name, source,
+                             leaks=source is not night_2)
+        assert report["environment"]["run_id"] == run_id
+        copy = pytester.path / f"{run_id}-{name}.json"
+        copy.write_text(path.read_text())
+        made.append(copy)
+    late = json.loads(made[1].read_text())
+    late["created"] = "2099-01-01T00:00:00Z"        # long after night 1
+    made[1].write_text(json.dumps(late))
+
+    result = run_cli(pytester, "html", *map(str, made), "-o", "nights.html")
+    assert result.ret == 0, result.stderr.str()
+    dom = Page((pytester.path / "nights.html").read_text())
+    rows = {row[0]: row[1:] for row in dom.trend if row}
+    dicts = "shard_two.py::test_keeps_dicts"
+    lists = "shard_one.py::test_keeps_lists"
+    assert rows[dicts] == ["new leak", "clean"]
+    assert rows[lists] == ["new leak", "–"]
+    assert "(run night-2)" in "".join(dom.text)
+
+    # Without run ids the same reports fall back to their times: night 2,
+    # written seconds after night 1 began, joins it.
+    for copy in made:
+        report = json.loads(copy.read_text())
+        del report["environment"]["run_id"]
+        copy.write_text(json.dumps(report))
+    result = run_cli(pytester, "html", str(made[0]), str(made[2]),
+                     "-o", "window.html")
+    assert result.ret == 0, result.stderr.str()
+    assert Page((pytester.path / "window.html").read_text()).trend == []
+
+
+# The diagnosis of the example extension's checksum leak, as a report made
+# by `pytest --leaks` over examples/ext holds it (memray's C line, with the
+# object file that holds it; tracemalloc's Python line, its figures the
+# total over the diagnosis' 2 re-runs).
+CHECKSUM_DIAGNOSIS = {
+    "leaking": ["blocks", "py_bytes", "py_allocs", "native_bytes"],
+    "runs": 2, "objects": [],
+    "allocations": [{"file": "/src/ext/test_ext_example.py", "line": 31,
+                     "size": 4096, "count": 2,
+                     "source": "assert ext.checksum(data) == 1",
+                     "traceback": [{"file": "/src/ext/test_ext_example.py",
+                                    "line": 31}]}],
+    "native": [{"file": "/src/ext/leaky.c", "line": 73,
+                "function": "checksum",
+                "caller": {"file": "/src/ext/test_ext_example.py",
+                           "line": 31, "function": "test_checksum"},
+                "via": None, "bytes": 2048, "blocks": 1,
+                "objects": ["/tmp/build/leaky.cpython-311-x86_64-linux-gnu"
+                            ".so"]}],
+    "heap_lines": [], "refcounts": [], "garbage": [], "fds": [],
+    "threads": [], "chains": [], "notes": [], "capture": None}
+
+
+def test_c_lines_name_the_object_file_and_figures_are_per_run():
+    shown = {s["title"]: s for s in _html.sections(CHECKSUM_DIAGNOSIS)}
+    c_lines = shown["Where the native memory was allocated (C lines)"]
+    assert c_lines["columns"] == ["where", "caller", "via", "bytes per run",
+                                  "blocks per run", "object file"]
+    assert c_lines["rows"] == [[
+        ["/src/ext/leaky.c:73 checksum()"],
+        ["/src/ext/test_ext_example.py:31 test_checksum()"], [""],
+        ["2,048"], ["1"], ["leaky.cpython-311-x86_64-linux-gnu.so"]]]
+    python_lines = shown["Where the surviving memory was allocated "
+                         "(Python lines)"]
+    assert python_lines["columns"][:3] == ["where", "bytes per run",
+                                           "blocks per run"]
+    assert python_lines["rows"][0][1:3] == [["2,048"], ["1"]]
+
+
+def test_the_run_id_comes_from_leakcheck_or_the_ci():
+    from pytest_leakcheck import report
+    assert report.run_id({}) is None
+    assert report.run_id({"LEAKCHECK_RUN_ID": " "}) is None
+    assert report.run_id({"GITHUB_RUN_ID": "123"}) == "github-run-123"
+    assert report.run_id({"CI_PIPELINE_ID": "7"}) == "gitlab-pipeline-7"
+    assert report.run_id({"LEAKCHECK_RUN_ID": "nightly-42",
+                          "GITHUB_RUN_ID": "123"}) == "nightly-42"
