@@ -485,20 +485,25 @@ dup3(int fd, int to, int flags)
 
 /* fcntl's third argument is an int or a pointer: forwarded as a pointer,
  * as glibc reads it. */
+/* What fcntl returned: a new descriptor when `cmd` duplicates. */
+static int
+fcntl_done(int cmd, int rc)
+{
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        record_fd(rc);
+    return rc;
+}
+
 EXPORT int
 fcntl(int fd, int cmd, ...)
 {
     va_list ap;
     void *arg;
-    int rc;
 
     va_start(ap, cmd);
     arg = va_arg(ap, void *);
     va_end(ap);
-    rc = NEXT(fcntl)(fd, cmd, arg);
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-        record_fd(rc);
-    return rc;
+    return fcntl_done(cmd, NEXT(fcntl)(fd, cmd, arg));
 }
 
 EXPORT int
@@ -506,15 +511,11 @@ fcntl64(int fd, int cmd, ...)
 {
     va_list ap;
     void *arg;
-    int rc;
 
     va_start(ap, cmd);
     arg = va_arg(ap, void *);
     va_end(ap);
-    rc = NEXT(fcntl64)(fd, cmd, arg);
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-        record_fd(rc);
-    return rc;
+    return fcntl_done(cmd, NEXT(fcntl64)(fd, cmd, arg));
 }
 
 EXPORT int
