@@ -51,7 +51,10 @@ def test_a_leaked_fd_is_named_by_what_it_is_everywhere(pytester):
     assert len(dumps) == 3
     for name, target in targets.items():
         test = tests[name]
-        assert test["verdict"] == "leak" and test["leaking"] == ["fds"]
+        # A debug build also counts the references the kept descriptors'
+        # numbers take.
+        assert test["verdict"] == "leak"
+        assert set(test["leaking"]) - {"refs"} == {"fds"}, test["leaking"]
         fds = test["diagnosis"]["fds"]
         # One per re-run of the diagnosis, each a number and its target.
         assert len(fds) == test["diagnosis"]["runs"] >= 1, fds
@@ -66,7 +69,9 @@ def test_a_leaked_fd_is_named_by_what_it_is_everywhere(pytester):
                              str(dump))
         assert shown.ret == 0, shown.stderr.str()
         lines = shown.stdout.lines
-        assert "leaked: fds +1 +1 +1 +1" in lines, lines
+        assert any(line.startswith("leaked: ")
+                   and line.endswith("fds +1 +1 +1 +1") for line in lines), \
+            lines
         assert "file descriptors the re-runs left open (fd -> what it " \
                "is):" in lines
         assert [line for line in lines if line.startswith("  ")] == \
