@@ -4,8 +4,9 @@
  *
  * Thin on purpose, as CPython's Modules/_tracemalloc.c is: each function
  * parses its arguments, calls the engine, and turns a status into an
- * exception through check().  Readings and verdicts stay in the engine;
- * names, validation, reports and diagnosis live in the Python package.
+ * exception through check().  Readings, verdicts and their reports stay
+ * in the engine; names, validation and diagnosis live in the Python
+ * package.
  *
  * One thing here is more than a wrapper: a Snapshot object must not measure
  * itself.  `b - a` of two snapshots around clean code is zero only if the
@@ -160,18 +161,6 @@ core_set_settle(PyObject *mod, PyObject *fn)
         Py_XSETREF(settle_callable, fn);
         lc_set_settle(settle_trampoline, NULL);
     }
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-core_set_thread_settle_ms(PyObject *mod, PyObject *arg)
-{
-    int ms;
-
-    if (int_arg(arg, &ms) < 0)
-        return NULL;
-    if (check(lc_set_thread_settle_ms(ms)) < 0)
-        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -735,16 +724,6 @@ scope_delta(ScopeObject *self, PyObject *arg)
 }
 
 static PyObject *
-scope_tolerance(ScopeObject *self, PyObject *arg)
-{
-    int probe;
-
-    if (probe_arg(arg, &probe) < 0)
-        return NULL;
-    return PyLong_FromLongLong((long long)lc_scope_tolerance(self->scope, probe));
-}
-
-static PyObject *
 scope_report(ScopeObject *self, PyObject *unused)
 {
     return report_str(self->scope, NULL);
@@ -761,7 +740,6 @@ static PyMethodDef scope_methods[] = {
     {"probes", (PyCFunction)scope_probes, METH_NOARGS, NULL},
     {"leaking", (PyCFunction)scope_leaking, METH_NOARGS, NULL},
     {"delta", (PyCFunction)scope_delta, METH_O, NULL},
-    {"tolerance", (PyCFunction)scope_tolerance, METH_O, NULL},
     {"report", (PyCFunction)scope_report, METH_NOARGS, NULL},
     {NULL},
 };
@@ -844,6 +822,28 @@ series_set_threshold(SeriesObject *self, PyObject *args)
 }
 
 static PyObject *
+series_set_tolerance(SeriesObject *self, PyObject *args)
+{
+    int probe;
+    long long tolerance;
+
+    if (!PyArg_ParseTuple(args, "iL:set_tolerance", &probe, &tolerance) ||
+        check(lc_series_set_tolerance(self->series, probe, tolerance)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+series_set_confirm(SeriesObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+
+    if (on < 0 || check(lc_series_set_confirm(self->series, on)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 series_set_location(SeriesObject *self, PyObject *args)
 {
     PyObject *file;
@@ -856,29 +856,6 @@ series_set_location(SeriesObject *self, PyObject *args)
     Py_INCREF(file);
     Py_XSETREF(self->file, file);
     lc_series_set_location(self->series, text, line);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-series_set_snapshot_flags(SeriesObject *self, PyObject *arg)
-{
-    unsigned long flags = PyLong_AsUnsignedLong(arg);
-
-    if (PyErr_Occurred())
-        return NULL;
-    lc_series_set_snapshot_flags(self->series, (unsigned)flags);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-series_set_window(SeriesObject *self, PyObject *arg)
-{
-    long window = PyLong_AsLong(arg);
-
-    if ((window == -1 && PyErr_Occurred()) ||
-        check(lc_series_set_window(self->series, window < 0 || window > 8
-                                                     ? 0 : (int)window)) < 0)
-        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -899,25 +876,9 @@ series_window(SeriesObject *self, PyObject *unused)
 }
 
 static PyObject *
-series_thorough(SeriesObject *self, PyObject *unused)
-{
-    return PyBool_FromLong(lc_series_thorough(self->series));
-}
-
-static PyObject *
 series_main_runs(SeriesObject *self, PyObject *unused)
 {
     return PyLong_FromLong(lc_series_main_runs(self->series));
-}
-
-static PyObject *
-series_raises(SeriesObject *self, PyObject *arg)
-{
-    int probe;
-
-    if (probe_arg(arg, &probe) < 0)
-        return NULL;
-    return PyLong_FromLong(lc_series_raises(self->series, probe));
 }
 
 static PyObject *
@@ -928,6 +889,58 @@ series_next(SeriesObject *self, PyObject *unused)
     if (check(rc) < 0)
         return NULL;
     return PyBool_FromLong(rc);
+}
+
+/* feed(mask, deltas): lc_series_feed, `deltas` a sequence of
+ * PROBE_COUNT ints (those of probes outside `mask` unread) or None. */
+static PyObject *
+series_feed(SeriesObject *self, PyObject *args)
+{
+    int64_t deltas[LC_PROBE_COUNT];
+    unsigned long mask;
+    PyObject *seq, *fast;
+    int p, rc;
+
+    if (!PyArg_ParseTuple(args, "kO:feed", &mask, &seq))
+        return NULL;
+    if (seq != Py_None) {
+        fast = PySequence_Fast(seq, "leakcheck: feed() takes a sequence of "
+                                    "deltas, or None");
+        if (fast == NULL)
+            return NULL;
+        if (PySequence_Fast_GET_SIZE(fast) != LC_PROBE_COUNT) {
+            Py_DECREF(fast);
+            return PyErr_Format(PyExc_ValueError, "leakcheck: feed() takes "
+                                "%d deltas, one per probe", LC_PROBE_COUNT);
+        }
+        for (p = 0; p < LC_PROBE_COUNT; p++) {
+            long long d = PyLong_AsLongLong(
+                PySequence_Fast_GET_ITEM(fast, p));
+            if (d == -1 && PyErr_Occurred()) {
+                Py_DECREF(fast);
+                return NULL;
+            }
+            deltas[p] = d;
+        }
+        Py_DECREF(fast);
+    }
+    rc = lc_series_feed(self->series, (unsigned)mask,
+                        seq == Py_None ? NULL : deltas);
+    if (check(rc) < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+series_confirming(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(lc_series_confirming(self->series));
+}
+
+static PyObject *
+series_confirm_runs(SeriesObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(lc_series_confirm_runs(self->series));
 }
 
 static PyObject *
@@ -996,16 +1009,17 @@ series_report(SeriesObject *self, PyObject *unused)
 static PyMethodDef series_methods[] = {
     {"set_probes", (PyCFunction)series_set_probes, METH_O, NULL},
     {"set_threshold", (PyCFunction)series_set_threshold, METH_VARARGS, NULL},
-    {"set_location", (PyCFunction)series_set_location, METH_VARARGS, NULL},
-    {"set_snapshot_flags", (PyCFunction)series_set_snapshot_flags, METH_O,
+    {"set_tolerance", (PyCFunction)series_set_tolerance, METH_VARARGS,
      NULL},
-    {"set_window", (PyCFunction)series_set_window, METH_O, NULL},
+    {"set_confirm", (PyCFunction)series_set_confirm, METH_O, NULL},
+    {"set_location", (PyCFunction)series_set_location, METH_VARARGS, NULL},
     {"set_thorough", (PyCFunction)series_set_thorough, METH_O, NULL},
     {"window", (PyCFunction)series_window, METH_NOARGS, NULL},
-    {"thorough", (PyCFunction)series_thorough, METH_NOARGS, NULL},
     {"main_runs", (PyCFunction)series_main_runs, METH_NOARGS, NULL},
-    {"raises", (PyCFunction)series_raises, METH_O, NULL},
     {"next", (PyCFunction)series_next, METH_NOARGS, NULL},
+    {"feed", (PyCFunction)series_feed, METH_VARARGS, NULL},
+    {"confirming", (PyCFunction)series_confirming, METH_NOARGS, NULL},
+    {"confirm_runs", (PyCFunction)series_confirm_runs, METH_NOARGS, NULL},
     {"leaked", (PyCFunction)series_leaked, METH_NOARGS, NULL},
     {"probes", (PyCFunction)series_probes, METH_NOARGS, NULL},
     {"leaking", (PyCFunction)series_leaking, METH_NOARGS, NULL},
@@ -1035,9 +1049,6 @@ static PyMethodDef core_methods[] = {
     {"set_settle", core_set_settle, METH_O,
      "set_settle(fn): call fn() before the collection that starts every "
      "snapshot (None removes it)."},
-    {"set_thread_settle_ms", core_set_thread_settle_ms, METH_O,
-     "set_thread_settle_ms(ms): how long a verdict waits for extra threads "
-     "to end."},
     {"probe_info", core_probe_info, METH_O,
      "probe_info(n) -> (name, unit, doc, available, reason, tolerance, "
      "threshold)"},

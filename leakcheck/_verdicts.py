@@ -19,9 +19,9 @@ from . import _core
 from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
-from ._probes import (MAX_RUNS, MAX_TOLERANCE, ProbeInfo, ProbeNames,
-                      Tolerance, check_count, index_of, names_of,
-                      readable_mask, tolerances)
+from ._probes import (MAX_RUNS, ProbeInfo, ProbeNames, Tolerance,
+                      check_count, index_of, names_of, readable_mask,
+                      tolerances)
 
 __all__ = ["scope", "Series", "repeat"]
 
@@ -356,7 +356,6 @@ class scope:
         self.probes = compared = names_of(core.probes())
         self.deltas = {name: core.delta(index_of(name)) for name in compared}
         self.leaking = names_of(core.leaking())
-        tolerance = {name: core.tolerance(index_of(name)) for name in compared}
         if _calibrating and "refs" in self.deltas:
             _calibration[:] = [self.deltas["refs"], self._refs[1]]
         diagnosis = None
@@ -365,9 +364,9 @@ class scope:
                 diagnosis = diagnose(self._rerun, self.leaking)
             else:
                 diagnosis = diagnose_after(self.leaking, self.deltas)
-        head = _scope_report(self.name or "scope", self._location,
-                             self.leaked, self.leaking, self.deltas,
-                             tolerance, compared)
+        # The engine words the report, from the deltas it judged (refs
+        # corrected by the baseline).
+        head = core.report()
         self.unread = unread(self._asked, compared,
                              _core.hook_restored() - self._restores)
         self.threads = _still_running(self._others)
@@ -393,51 +392,6 @@ class scope:
                 result = func(*args, **kwargs)
             return result
         return cast(_F, checked)
-
-
-def _scope_report(name, location, leaked, leaking, deltas, tolerance,
-                  compared):
-    """The scope's report, as the engine words it (lc_scope_report), from
-    deltas that may be corrected (refs)."""
-    units = {info.name: info.unit for info in map(
-        lambda i: ProbeInfo(*_core.probe_info(i)), range(_core.PROBE_COUNT))}
-    lines = [f"leakcheck: scope '{name}' {'leaked' if leaked else 'is clean'}"
-             + (f" (at {location[0]}:{location[1]})" if location else "")]
-    for probe in leaking:
-        lines.append(f"  {probe:<12} grew by {deltas[probe]:+d} "
-                     f"{units[probe]} (tolerance {tolerance[probe]})")
-    within = [f"{probe} {deltas[probe]:+d}" for probe in compared
-              if probe not in leaking]
-    if within:
-        lines.append("  within tolerance: " + ", ".join(within))
-    return "\n".join(lines) + "\n"
-
-
-# A verdict that rests on these probes alone is confirmed over this many
-# more runs.  They count bytes, and see every resize of a block above
-# pymalloc's 512-byte limit (py_bytes) or every malloc() in the process
-# (native_bytes): a dict or list that grows with amortized doubling, or
-# glibc's heap in a long session, can creep for a few runs with nothing
-# kept.  In pyyaml 6.0.2's own suite under --leaks, 37 of 1,283 clean tests
-# grew native_bytes by 16 to 336 bytes in each of 4 runs with no Python
-# probe moving, every one stopping within 6 runs (a bare loop of the same
-# code grows nothing); and its constructor tests, which define new classes
-# each run, grew py_bytes and native_bytes together by +16 to +19,016 bytes
-# in each of 4 runs, a few tests per session, while a bare loop of 2,500
-# calls of the same code shows no sustained growth.  Over the
-# confirming runs the probe must grow in each half of them, by at least
-# its threshold per run on average, rather than in every run: a leaked
-# buffer that grows by reallocation (a bytearray extended every run) is
-# resized with room to spare, so some runs read +0 while it keeps growing.
-# The probes that count blocks, objects and references are exact and need
-# no confirmation.
-_CONFIRM_RUNS = {"py_bytes": 8, "native_bytes": 8}
-
-
-def _confirmed(deltas, threshold):
-    half = len(deltas) // 2
-    return (sum(deltas[:half]) >= half * threshold
-            and sum(deltas[half:]) >= (len(deltas) - half) * threshold)
 
 
 class Series:
@@ -471,7 +425,9 @@ class Series:
 
     A verdict that rests on py_bytes or native_bytes alone (the probes
     that count bytes) is confirmed over 8 more runs (growth in each half
-    of them), so ``runs`` can then exceed what the engine ran.
+    of them), which read those probes only: their ``deltas`` are then
+    longer than the others'.  The engine judges all of it (lc_series, the
+    verdict of LEAK_REPEAT too); this class drives it and reads it.
 
     Once next() has returned False: ``leaked``, ``leaking`` (names),
     ``runs`` (measured runs), ``main_runs`` (those before suspects ran on),
@@ -498,17 +454,14 @@ class Series:
         self.thorough = thorough
         mask = readable_mask(probes)
         self._asked = names_of(mask)
-        # A run leaks from tolerance + 1 on; the largest tolerance makes the
-        # largest threshold, which no delta below INT64_MAX reaches.
-        thresholds = {name: min(value + 1, MAX_TOLERANCE) for name, value in
-                      tolerances(tolerance, self._asked).items()}
         self.name = name or "series"
         core = _core.Series(self.name, self.warmup, self.repeat)
         core.set_probes(mask)
         core.set_thorough(thorough)
         self.window = core.window()
-        for name, value in thresholds.items():
-            core.set_threshold(index_of(name), value)
+        # A run leaks from tolerance + 1 on: the engine's rule.
+        for name, value in tolerances(tolerance, self._asked).items():
+            core.set_tolerance(index_of(name), value)
         # (file, line) the report names; by default where the Series is made.
         if location is None:
             location = _caller(1)
@@ -516,10 +469,6 @@ class Series:
         core.set_location(str(file), check_count(line, "location line", 0,
                                                  _INT_MAX))
         self._core = core
-        self._main = None       # the engine's series, once confirming
-        self._confirm: dict[str, list[int]] = {}   # deltas of those runs
-        self._confirm_runs = 0
-        self._last = None       # the confirming runs' latest reading
         self._restores = _core.hook_restored()
         self._calls = 0
         self._others: dict[int, Optional[int]] = {}
@@ -544,12 +493,7 @@ class Series:
             if self._calls >= self.warmup - 1:
                 self._others = _other_threads(self._others)
             self._calls += 1
-        if self._main is None:
-            if self._core.next():
-                return True
-            if self._confirming():
-                return True
-        elif self._confirm_more():
+        if self._core.next():
             return True
         if not self.done:
             self._finish()
@@ -559,78 +503,34 @@ class Series:
     def confirming(self) -> bool:
         """Whether the runs now are those that confirm a verdict (a leak
         of probes that count bytes alone is confirmed over more runs)."""
-        return self._main is not None and not self.done
-
-    def _confirming(self):
-        """After a verdict that rests on probes of _CONFIRM_RUNS alone,
-        takes the first reading of the runs that must confirm it; False
-        when there is nothing to confirm."""
-        core = self._core
-        leaking = names_of(core.leaking()) if core.leaked() else []
-        if not leaking or any(name not in _CONFIRM_RUNS for name in leaking):
-            return False
-        self._main = core
-        self._confirm = {name: [] for name in leaking}
-        self._confirm_runs = max(_CONFIRM_RUNS[name] for name in leaking)
-        self._last = _core.Snapshot(core.leaking())
-        return True
-
-    def _confirm_more(self):
-        """Reads the confirming run that just ended; True while more are
-        due."""
-        now = _core.Snapshot(self._main.leaking())
-        grown = now - self._last
-        self._last = now
-        runs = 0
-        for name, deltas in self._confirm.items():
-            deltas.append(grown.get(name, 0))
-            runs = len(deltas)
-        return runs < self._confirm_runs
+        return bool(self._core.confirming()) and not self.done
 
     def _finish(self):
-        main = self._main or self._core
+        core = self._core
         self.done = True
-        self.probes = names_of(main.probes())
-        self.deltas = {name: [main.delta(run, index_of(name))
-                              for run in range(main.runs())]
-                       for name in self.probes}
-        self.thresholds = {name: main.threshold(index_of(name))
+        self.probes = names_of(core.probes())
+        # The confirming runs read the probes they confirm only.
+        confirming = core.confirming()
+        before = core.runs() - core.confirm_runs()
+        self.deltas = {
+            name: [core.delta(run, index_of(name)) for run in range(
+                core.runs() if confirming >> index_of(name) & 1 else before)]
+            for name in self.probes}
+        self.thresholds = {name: core.threshold(index_of(name))
                            for name in self.probes}
-        if self._main is None:
-            self.leaking = names_of(main.leaking())
-        else:
-            self._last = None
-            self.leaking = [name for name, deltas in self._confirm.items()
-                            if _confirmed(deltas, self.thresholds[name])]
-            for name, deltas in self._confirm.items():
-                self.deltas[name] += deltas
+        self.leaking = names_of(core.leaking())
         self.leaked = bool(self.leaking)
-        self.runs = max(map(len, self.deltas.values()), default=main.runs())
-        self.main_runs = main.main_runs()
-        self.warmup_measured = main.warmup_measured()
+        self.runs = core.runs()
+        self.main_runs = core.main_runs()
+        self.warmup_measured = core.warmup_measured()
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
         self.threads = _still_running(self._others)
 
     def report(self, diagnosis: Optional[Diagnosis] = None) -> str:
         """The readable report, with `diagnosis` (a Diagnosis) appended."""
-        return _compose(self._engine_report(), self.unread, diagnosis,
+        return _compose(self._core.report(), self.unread, diagnosis,
                         self.threads)
-
-    def _engine_report(self):
-        report = self._core.report()
-        if self._main is None:
-            return report
-        # The first series' report (every probe, its runs), then what the
-        # confirming runs read.
-        lines = [report.rstrip("\n"),
-                 f"  confirmed over {self._confirm_runs} more runs" if
-                 self.leaked else
-                 f"  not confirmed over {self._confirm_runs} more runs "
-                 f"(growth in each half of them needed): clean"]
-        for name, deltas in self._confirm.items():
-            lines.append(f"    {name} " + " ".join(f"{d:+d}" for d in deltas))
-        return "\n".join(lines) + "\n"
 
     def __repr__(self) -> str:
         state = ("running" if not self.done else

@@ -18,7 +18,9 @@
  *     probe whose growth dies out runs on until it stops.  The series
  *     stops early as soon as no probe can still leak.  The last warm-up
  *     run is read as well: when it grew nothing at all, it is the measured
- *     run, and a clean body costs its warm-up runs alone.
+ *     run, and a clean body costs its warm-up runs alone.  A leak that
+ *     rests on the probes that count bytes alone (py_bytes, native_bytes)
+ *     is confirmed over 8 more runs.
  *
  * Conventions (as in jansson and libuv): every exported symbol starts with
  * `lc_`, every macro with `LC_` or `LEAK_`.  Functions return 0 or a
@@ -219,6 +221,10 @@ void lc_series_free(lc_series *series);
 
 int lc_series_set_probes(lc_series *series, unsigned probes);
 int lc_series_set_threshold(lc_series *series, int probe, int64_t threshold);
+/* Growth up to `tolerance` (>= 0) is clean: sets the threshold to
+ * tolerance + 1 (INT64_MAX for INT64_MAX: no run leaks).  Before the
+ * first step. */
+int lc_series_set_tolerance(lc_series *series, int probe, int64_t tolerance);
 void lc_series_set_location(lc_series *series, const char *file, int line);
 /* Flags passed to every snapshot of the series (LC_SNAPSHOT_NO_COLLECT). */
 void lc_series_set_snapshot_flags(lc_series *series, unsigned flags);
@@ -232,6 +238,15 @@ int lc_series_set_window(lc_series *series, int window);
  * is no leak).  Sets the window.  Before the first step. */
 int lc_series_set_thorough(lc_series *series, int on);
 
+/* Confirmation (on != 0, the default): a leak that rests on py_bytes or
+ * native_bytes alone (the probes that count bytes, which a buffer resized
+ * with room to spare, or glibc's heap, can move for a few runs with
+ * nothing kept) is confirmed over 8 more runs that read those probes
+ * only: a probe leaks when it grew, in each half of them, by at least its
+ * threshold per run on average.  Off: the verdict of the runs before
+ * stands.  Before the first step. */
+int lc_series_set_confirm(lc_series *series, int on);
+
 /*
  * Drives the series:  while ((rc = lc_series_next(s)) > 0) run_once();
  * Returns 1 when the code must run once more, 0 when the verdict is in, or
@@ -239,15 +254,34 @@ int lc_series_set_thorough(lc_series *series, int on);
  */
 int lc_series_next(lc_series *series);
 
+/*
+ * Drives the series from deltas instead of snapshots: the judging of
+ * lc_series_next() on readings taken elsewhere (a table of cases, a
+ * replay).  `deltas[p]` is the growth of probe p in one run, for each
+ * probe of the mask `probes`.  When warmup >= 1 the first call gives the
+ * last warm-up run's deltas (NULL: that run was not read, `probes` still
+ * names the probes compared); every other call a measured run's (a
+ * confirming run's need hold only the probes it confirms).  Returns as
+ * lc_series_next().  Drive a series with one of the two only.
+ */
+int lc_series_feed(lc_series *series, unsigned probes, const int64_t *deltas);
+
 int lc_series_leaked(const lc_series *series);   /* 1, 0, or LC_ESTATE   */
 unsigned lc_series_probes(const lc_series *series);
 unsigned lc_series_leaking(const lc_series *series);
 int lc_series_warmup(const lc_series *series);
 int lc_series_repeat(const lc_series *series);
-int lc_series_runs(const lc_series *series);     /* measured runs done  */
+/* Measured runs done, the confirming runs included. */
+int lc_series_runs(const lc_series *series);
+/* The probes whose leak the last runs confirm (0 when none is
+ * confirmed), and how many of those runs are done. */
+unsigned lc_series_confirming(const lc_series *series);
+int lc_series_confirm_runs(const lc_series *series);
 /* 1 when the last warm-up run grew nothing and was the measured run. */
 int lc_series_warmup_measured(const lc_series *series);
-/* The delta of `probe` in measured run `run` (0-based). */
+/* The delta of `probe` in measured run `run` (0-based); in a confirming
+ * run (from lc_series_runs() - lc_series_confirm_runs() on), only of the
+ * probes confirmed: LC_EUNAVAIL for the others. */
 int lc_series_delta(const lc_series *series, int run, int probe,
                     int64_t *delta);
 int64_t lc_series_threshold(const lc_series *series, int probe);
@@ -335,8 +369,8 @@ void lc_fail(const char *file, int line, const char *report);
  *
  *   LC_TOLERANCE(probe, n)  growth up to n is not a leak (0 <= n <=
  *                           INT64_MAX).  In a series a run then leaks from
- *                           n + 1 on (INT64_MAX: never), as
- *                           leakcheck.repeat(tolerance=) decides in Python.
+ *                           n + 1 on (INT64_MAX: never); Python's
+ *                           tolerance= sets it through the same call.
  *   LC_THRESHOLD(probe, n)  a series' threshold (1 <= n <= INT64_MAX): a
  *                           run leaks when its delta is at least n.  Series
  *                           only.

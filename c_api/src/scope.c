@@ -241,7 +241,7 @@ lc_scope_report(const lc_scope *s, char *buf, size_t size)
     lc__buf_printf(&b, "leakcheck: scope '%s' %s", s->name,
                    s->leaking ? "leaked" : "is clean");
     if (s->file)
-        lc__buf_printf(&b, " (ends at %s:%d)", s->file, s->line);
+        lc__buf_printf(&b, " (at %s:%d)", s->file, s->line);
     lc__buf_printf(&b, "\n");
     for (p = 0; p < LC_PROBE_COUNT; p++) {
         if (s->leaking & LC_PROBE_BIT(p))

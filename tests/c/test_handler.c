@@ -642,7 +642,7 @@ test_tolerances(void)
            lc_scope_leaking(s) == LC_PROBE_BIT(LC_PROBE_FDS),
            "fds +2 with tolerance 1: leaked");
     need = lc_scope_report(s, buf, sizeof buf);
-    expect(contains(buf, "leakcheck: scope 'two_fds' leaked (ends at "
+    expect(contains(buf, "leakcheck: scope 'two_fds' leaked (at "
                          "here.c:42)") &&
            contains(buf, "fds") && contains(buf, "grew by +2 fds "
                                                  "(tolerance 1)"),
