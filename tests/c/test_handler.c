@@ -149,8 +149,23 @@ test_custom_handler(void)
            contains(seen.report, "leakcheck: series 'r' leaked"),
            "custom handler runs for a leaky LEAK_REPEAT at its line (%d "
            "calls, line %d)", seen.calls, seen.line);
-    expect(body_runs == 4, "the leaky LEAK_REPEAT ran warmup + repeat = 4 "
-           "times (%d)", body_runs);
+    /* A leak of native_bytes alone: confirmed over 8 more runs. */
+    expect(body_runs == 4 + 8 &&
+           contains(seen.report, "  confirmed over 8 more runs\n"),
+           "the leaky LEAK_REPEAT ran warmup + repeat = 4 times, and 8 more "
+           "that confirm it (%d)", body_runs);
+
+    /* Its clean twin: the same block, freed each run. */
+    memset(&seen, 0, sizeof seen);
+    body_runs = 0;
+    LEAK_REPEAT(r, 1, 3) {
+        lc_test_kept[n_kept % 64] = malloc(40);
+        ++body_runs;
+        free(lc_test_kept[n_kept % 64]);
+    }
+    expect(seen.calls == 0 && body_runs >= 1,
+           "custom handler does not run for the clean twin of that "
+           "LEAK_REPEAT (%d calls, %d runs)", seen.calls, body_runs);
 
     memset(&seen, 0, sizeof seen);
     LEAK_REPEAT(bad, -1, 0) { body_runs = -100; }
@@ -579,8 +594,12 @@ test_early_stop(void)
         body++;
         lc_test_kept[n_kept++ % 64] = malloc(100);
     }
-    expect(body == 7 && lc_series_runs(s) == 5 && lc_series_leaked(s) == 1,
-           "a leaky series runs warmup + repeat = 7 times (%d)", body);
+    /* native_bytes alone grows: 8 more runs confirm it. */
+    expect(body == 7 + 8 && lc_series_runs(s) == 5 + 8 &&
+           lc_series_confirm_runs(s) == 8 && lc_series_leaked(s) == 1 &&
+           lc_series_leaking(s) == LC_PROBE_BIT(LC_PROBE_NATIVE_BYTES),
+           "a leaky series runs warmup + repeat = 7 times, and 8 that "
+           "confirm it (%d)", body);
     lc_series_free(s);
 
     /* The macro stops as early as the API. */
