@@ -261,8 +261,9 @@ int lc_series_next(lc_series *series);
  * probe of the mask `probes`.  When warmup >= 1 the first call gives the
  * last warm-up run's deltas (NULL: that run was not read, `probes` still
  * names the probes compared); every other call a measured run's (a
- * confirming run's need hold only the probes it confirms).  Returns as
- * lc_series_next().  Drive a series with one of the two only.
+ * confirming run's need hold only the probes it confirms; a delta beyond
+ * +-2^40 is refused, LC_EINVAL).  Returns as lc_series_next().  Drive a
+ * series with one of the two only.
  */
 int lc_series_feed(lc_series *series, unsigned probes, const int64_t *deltas);
 

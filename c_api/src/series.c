@@ -31,8 +31,9 @@
  * grow in it has one run fewer to raise.
  *
  * A leak that rests on probes that count bytes alone (py_bytes,
- * native_bytes) is confirmed over CONFIRM_RUNS more runs, reading those
- * probes only (see confirm_runs_of).  Also LEAK_REPEAT's helper.
+ * native_bytes) is confirmed over 8 more runs that read those probes only
+ * (confirm_runs_of, confirmed()).  lc_series_feed() judges deltas given
+ * instead of readings, by the same steps.  Also LEAK_REPEAT's helper.
  */
 #include "internal.h"
 
@@ -563,14 +564,22 @@ lc_series_next(lc_series *s)
     return rc;
 }
 
+/* The largest delta lc_series_feed() takes, either way: the sum of the
+ * longest series' deltas (under 2^18 runs) stays well within int64. */
+#define LC__FEED_MAX ((int64_t)1 << 40)
+
 int
 lc_series_feed(lc_series *s, unsigned probes, const int64_t *deltas)
 {
-    int rc;
+    int rc, p;
 
     if (s == NULL || (probes & ~LC_PROBES_ALL) ||
         (deltas == NULL && !(s->warmup > 0 && s->calls <= s->warmup)))
         return LC_EINVAL;
+    for (p = 0; deltas != NULL && p < LC_PROBE_COUNT; p++)
+        if ((probes & LC_PROBE_BIT(p)) &&
+            (deltas[p] > LC__FEED_MAX || deltas[p] < -LC__FEED_MAX))
+            return LC_EINVAL;
     if (s->done)
         return 0;
     if (s->calls < s->warmup)

@@ -110,3 +110,6 @@ def test_feed_refuses_what_is_no_run():
         series.feed(1, [0])
     with pytest.raises(ValueError, match="invalid argument"):
         series.feed(1, None)    # only the warm-up run may go unread
+    with pytest.raises(ValueError, match="invalid argument"):
+        series.feed(1, [1 << 41] + [0] * (_core.PROBE_COUNT - 1))
+    assert series.feed(1, [1 << 40] + [0] * (_core.PROBE_COUNT - 1))
