@@ -210,7 +210,7 @@ def test_bad_command_line_values_name_the_option(pytester, args, message,
     # pytest 9.0 and 9.1 reject it themselves (named where, all the same).
     ("leaks_warmup", "two", settings.PROBLEM_INT.format(
         name="warmup", minimum=0, value="two")
-        if settings.own_type_messages() else "*"),
+        if settings.ini_types()["int"] != "int" else "*"),
     ("leaks_probes", "nope", settings.PROBLEM_PROBE.format(
         value="nope", valid=", ".join(leakcheck.PROBE_NAMES))),
 ])
