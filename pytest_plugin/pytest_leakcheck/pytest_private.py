@@ -1,16 +1,18 @@
 """Every use the plugin makes of pytest's and pluggy's internals: private
 attributes, internal modules and the shape of internal structures.  No
-other module of the plugin touches one; each function here says what it
-reads, and returns None (or does nothing) when the internal is not of the
-shape known, so that the caller falls back to its general path.
+other module of the plugin touches one.  Each function says what it
+reads or changes; those that look a structure up return None (or False)
+when it is not of the shape known, so that the caller falls back to its
+general path, and those that change one are called only where a look-up
+found it.
 
 Known shapes, as read in the sources of:
 
-- pytest 8.4 (what `pip install pytest` gives on CPython 3.9: pytest 9
-  requires 3.10) and pytest 9.0 to 9.2 (CPython 3.10 to 3.15; 9.2.0 is
-  the one installed here);
-- pluggy 1.5 to 1.7 (a hook caller keeps its implementations in one list,
-  `_hookimpls`, since pluggy 1.1).
+- pytest 8.4 (what `pip install pytest` gives on CPython 3.9: pytest 9.x
+  requires Python >= 3.10) and pytest 9.0 to 9.2 (CPython 3.10 to 3.15;
+  9.2.0 is the one these were checked against);
+- pluggy 1.6 (on 3.9) and 1.7 (a hook caller keeps its implementations
+  in one list, `_hookimpls`, since pluggy 1.1).
 
 What each relies on:
 

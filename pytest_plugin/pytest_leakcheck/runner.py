@@ -39,6 +39,10 @@ growth is measured:
 CPython's type attribute cache, which keeps the name of every attribute
 looked up (the harness builds some afresh each run), is cleared by the
 settling before every snapshot, in a way the test cannot observe.
+
+What the runner reads and puts back of pytest's internals (its setup
+stack, an item's request and sections, a fixture's finalizers, the log
+capture, tmp_path's counters) it reaches through pytest_private.
 """
 
 import bdb
