@@ -97,8 +97,6 @@ def _rival_loads(pluginmanager):
         return False
 
 
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", settingsmod.MARKER_LINE)
     config.addinivalue_line("markers", settingsmod.OPT_OUT_LINE)
@@ -228,7 +226,6 @@ def pytest_runtest_setup(item):
 def pytest_runtest_teardown(item, nextitem):
     yield
     perrun.disarm(item)
-
 
 
 # ---- results, summary and the report ---------------------------------------

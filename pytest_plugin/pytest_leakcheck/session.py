@@ -32,9 +32,10 @@ class _GcFreezer:
     or so).  That growth is read from sys.getallocatedblocks(), which sums
     pymalloc's pools, never the objects: the freezer walks no object and
     builds no list of the heap (with 6.7M objects unfrozen,
-    len(gc.get_objects()) took 0.29 s, sys.getallocatedblocks() 0.4 ms).  When pymalloc is not in use (PYTHONMALLOC=
-    malloc, as under valgrind), it counts no block: the freezer freezes
-    again every YOUNG_TESTS checked tests instead.  Undone (gc.unfreeze())
+    len(gc.get_objects()) took 0.29 s, sys.getallocatedblocks() 0.4 ms).
+    When pymalloc is not in use (PYTHONMALLOC=malloc, as under valgrind),
+    it counts no block: the freezer freezes again every YOUNG_TESTS
+    checked tests instead.  Undone (gc.unfreeze())
     before a test that is not checked and at the end of the session.
 
     gc.unfreeze() releases everything frozen, also what was frozen before
