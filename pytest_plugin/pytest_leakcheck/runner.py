@@ -521,19 +521,26 @@ class ItemRunner:
         # records are dropped after it.
         self._harness = neighbours.harness_lists(item.config)
         if read_reported:
-            preset_neighbour_hooks(item, nextitem)
-            if self._preset_collectors():
-                self._set_up_shared(timed)
-            preset_current_test(item)
-            self._preset_tmp_path()
-            # Before the item's state is copied: the hooks that make them
-            # may add to the item (pytest's tmp_path plugin: its stash).
-            self._standins = report_standins(item)
+            # Before the item's state is copied: the hooks that make what
+            # the run keeps may add to the item (pytest's tmp_path plugin:
+            # its stash).
+            self._make_ready(timed)
         self._state = _ItemState(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
         self._globs = dict(globs) if isinstance(globs, dict) else None
+
+    def _make_ready(self, timed):
+        """Makes what pytest keeps of the reported run, before the snapshot
+        that precedes it (see the class)."""
+        item = self.item
+        preset_neighbour_hooks(item, self.nextitem)
+        if self._preset_collectors():
+            self._set_up_shared(timed)
+        preset_current_test(item)
+        self._preset_tmp_path()
+        self._standins = report_standins(item)
 
     def _next_for_teardown(self):
         """The item the last teardown prepares for: pytest's nextitem, or
