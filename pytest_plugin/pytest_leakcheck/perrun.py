@@ -16,7 +16,7 @@ up before the reported run, a module torn down by its teardown phase
 alone: Runs.unmeasured).  With timeout_func_only pytest-timeout arms it around
 each call itself, which is per run already.  When the settings were not
 seen (a plugin that overrides the timer answered first, a pytest-timeout
-without these hooks), the limit covers the whole hunt, and plugin.py says
+without these hooks), the limit covers the whole hunt, and hunt.py says
 so instead of blaming the test.
 """
 

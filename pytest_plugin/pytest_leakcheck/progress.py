@@ -12,6 +12,8 @@ output the terminal never sees): captured or CI output is unchanged.
 import os
 import time
 
+from . import pytest_private
+
 PROGRESS_DELAY = 2.0        # seconds of hunting before progress shows
 MSG_PROGRESS = " [leakcheck: {name} {what}]"
 WHAT_RUN = "run {run} of {runs}"
@@ -30,14 +32,15 @@ class Progress:
         self.began = time.monotonic()
         self.shown = False
         self.writer = None
+        self.out = None             # the file the writer writes to
         self.capman = None
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if (worker_id is not None or reporter is None
                 or not getattr(reporter, "isatty", False)
                 or os.environ.get("TERM") == "dumb"):
             return
-        writer = getattr(reporter, "_tw", None)
-        if writer is None or not hasattr(writer, "_file"):
+        writer, self.out = pytest_private.terminal_file(reporter)
+        if writer is None:
             return
         self.writer = writer
         self.capman = config.pluginmanager.get_plugin("capturemanager")
@@ -77,7 +80,7 @@ class Progress:
     def _write(self, text):
         # Not through the writer's own write(): its count of the line's
         # width (which places pytest's "[ 50%]") must not change.
-        out = self.writer._file
+        out = self.out
         if self.capman is not None:
             with self.capman.global_and_fixture_disabled():
                 out.write(text)

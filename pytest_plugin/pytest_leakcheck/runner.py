@@ -39,24 +39,26 @@ growth is measured:
 CPython's type attribute cache, which keeps the name of every attribute
 looked up (the harness builds some afresh each run), is cleared by the
 settling before every snapshot, in a way the test cannot observe.
+
+What the runner reads and puts back of pytest's internals (its setup
+stack, an item's request and sections, a fixture's finalizers, the log
+capture, tmp_path's counters) it reaches through pytest_private.
 """
 
 import bdb
 import contextlib
-import functools
 import inspect
 import os
 import pathlib
-import re
 import shutil
 import sys
-import time
 import types
 import warnings
 
 import pytest
 
 from . import neighbours
+from . import pytest_private
 
 _HOOKS = {
     "setup": "pytest_runtest_setup",
@@ -98,24 +100,6 @@ def call_and_report(item, when, interact=False, **kwds):
     return report
 
 
-@contextlib.contextmanager
-def _unlogged(config):
-    """Drops the reports logged while the block runs: the implementations
-    of pytest_runtest_logreport are set aside (pluggy keeps them in one
-    list per hook, which the per-folder hook proxies of conftest files read
-    too).  Nothing is dropped on a pluggy that keeps them otherwise."""
-    caller = getattr(config.hook, "pytest_runtest_logreport", None)
-    impls = getattr(caller, "_hookimpls", None)
-    if not isinstance(impls, list):
-        yield
-        return
-    caller._hookimpls = []
-    try:
-        yield
-    finally:
-        caller._hookimpls = impls
-
-
 def report_standins(item):
     """Three reports of a passing run (setup, call, teardown), made through
     pytest_runtest_makereport before the snapshot that precedes the
@@ -135,10 +119,7 @@ def report_standins(item):
         item.funcargs = {}
     try:
         return [item.ihook.pytest_runtest_makereport(
-                    item=item, call=pytest.CallInfo(
-                        result=None, excinfo=None, start=time.time(),
-                        stop=time.time(), duration=float(0), when=when,
-                        _ispytest=True))
+                    item=item, call=pytest_private.passed_call(when))
                 for when in ("setup", "call", "teardown")]
     except Exception:
         return None
@@ -174,28 +155,6 @@ def _current_test(item, when):
     return f"{item.nodeid} ({when})".replace("\x00", "(null)")
 
 
-def fresh_log_buffers(config):
-    """pytest's log capture (pytest 9: two handlers for the session)
-    gives its handlers a new buffer and record list in every phase of every
-    run, and reads the report handler's buffer at the end of each.  Those
-    the GC freezer just froze would die uncounted in the next run while
-    their replacements count, as growth; those a phase before the reported
-    run filled (the shared fixtures' setup) would die in it, as less: given
-    fresh ones, in the state a phase leaves them."""
-    plugin = (config.pluginmanager.get_plugin("logging-plugin")
-              if config is not None else None)
-    for name in ("caplog_handler", "report_handler"):
-        handler = getattr(plugin, name, None)
-        reset = getattr(handler, "reset", None)
-        if callable(reset):
-            try:
-                reset()
-                if name == "report_handler":
-                    handler.stream.getvalue()
-            except Exception:
-                pass
-
-
 def outcome_of(reports):
     """The outcome of a run from its reports: "passed", "failed" (the call
     failed), "error" (setup or teardown failed), "skipped", "xfailed" or
@@ -218,14 +177,8 @@ _NODE_TEARDOWN = getattr(getattr(pytest, "Item", None), "teardown", None)
 _ZOMBIE_FRAMES = sys.version_info < (3, 11)
 # The modules whose hook implementations the runner knows: pytest's own
 # and this plugin's.
-_OWN_PLUGINS = ("_pytest.", __name__.rpartition(".")[0] + ".")
-# What pytest's log capture keeps in an item's stash from a phase's setup
-# to its teardown (records by phase, the caplog handler), when known.
-try:
-    from _pytest.logging import caplog_handler_key, caplog_records_key
-    _CAPLOG_KEYS = (caplog_records_key, caplog_handler_key)
-except ImportError:                     # pragma: no cover
-    _CAPLOG_KEYS = None
+_OWN_PLUGINS = (pytest_private.PYTEST_PACKAGE,
+                __name__.rpartition(".")[0] + ".")
 
 
 def _make_frames(*funcs):
@@ -246,42 +199,13 @@ def _test_function(item):
     """The plain Python function of a test item, when calling it with a
     keyword it cannot take raises before its body runs (no **kwargs); else
     None."""
-    func = item.__dict__.get("_obj")
+    func = pytest_private.test_function(item)
     func = getattr(func, "__func__", func)
     code = getattr(func, "__code__", None)
     if not isinstance(func, types.FunctionType) or code is None or \
             code.co_flags & inspect.CO_VARKEYWORDS:
         return None
     return func
-
-
-def _method_instance(item):
-    """The attributes through which a test method's item holds an instance
-    of its class (each run gets a fresh one), or () for other items."""
-    if type(item) is pytest.Function and isinstance(item.parent, pytest.Class):
-        return ("_instance", "_obj")
-    return ()
-
-
-def _drop_instance(item):
-    """Leaves `item` without the instance of its class it holds, as its
-    runs leave it: a unittest item with `_obj` None (its teardown's
-    doing), a method of a test class with neither `_obj` nor `_instance`
-    (_ItemState's)."""
-    unittest = sys.modules.get("_pytest.unittest")
-    case_function = getattr(unittest, "TestCaseFunction", None)
-    attrs = item.__dict__
-    if case_function is not None and isinstance(item, case_function):
-        if attrs.get("_obj") is not None:
-            item._obj = None
-        attrs.pop("_instance", None)
-        # What its setup() sets on every run, there from the first.
-        attrs.setdefault("_explicit_tearDown", None)
-        if sys.version_info < (3, 11):
-            attrs.setdefault("_cached_errors_and_skips", None)
-    else:
-        for key in _method_instance(item):
-            attrs.pop(key, None)
 
 
 def _put_back_dict(d, saved, drop=()):
@@ -336,7 +260,7 @@ class _ItemState:
     each run gets one."""
 
     def __init__(self, item):
-        self.drop = _method_instance(item)
+        self.drop = pytest_private.method_instance(item)
         self.attrs = dict(item.__dict__)
         # The contents of the lists, dicts and sets it holds, which a test
         # may add to in place (node.__dict__.setdefault("seen", []).append).
@@ -344,13 +268,13 @@ class _ItemState:
                          for key, value in self.attrs.items()
                          if type(value) in (list, dict, set)}
         self.markers = list(getattr(item, "own_markers", ()))
-        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
-        self.keywords = dict(keywords) if isinstance(keywords, dict) else None
+        keywords = pytest_private.keyword_markers(item)
+        self.keywords = dict(keywords) if keywords is not None else None
         extra = getattr(item, "extra_keyword_matches", None)
         self.extra = set(extra) if isinstance(extra, set) else None
-        storage = getattr(getattr(item, "stash", None), "_storage", None)
-        self.stash = dict(storage) if isinstance(storage, dict) else None
-        self.suite = _suite_properties(item.config)
+        storage = pytest_private.stash_storage(item)
+        self.stash = dict(storage) if storage is not None else None
+        self.suite = pytest_private.suite_properties(item.config)
         self.suite_len = len(self.suite) if self.suite is not None else 0
 
     def refresh(self, item):
@@ -374,14 +298,14 @@ class _ItemState:
         markers = getattr(item, "own_markers", None)
         if isinstance(markers, list):
             _hold(self.markers, markers)
-        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
-        if self.keywords is not None and isinstance(keywords, dict):
+        keywords = pytest_private.keyword_markers(item)
+        if self.keywords is not None and keywords is not None:
             _hold(self.keywords, keywords)
         extra = getattr(item, "extra_keyword_matches", None)
         if self.extra is not None and isinstance(extra, set):
             _hold(self.extra, extra)
-        storage = getattr(getattr(item, "stash", None), "_storage", None)
-        if self.stash is not None and isinstance(storage, dict):
+        storage = pytest_private.stash_storage(item)
+        if self.stash is not None and storage is not None:
             _hold(self.stash, storage)
         if self.suite is not None:
             self.suite_len = len(self.suite)
@@ -393,29 +317,17 @@ class _ItemState:
         markers = getattr(item, "own_markers", None)
         if isinstance(markers, list):
             _hold(markers, self.markers)
-        keywords = getattr(getattr(item, "keywords", None), "_markers", None)
-        if self.keywords is not None and isinstance(keywords, dict):
+        keywords = pytest_private.keyword_markers(item)
+        if self.keywords is not None and keywords is not None:
             _hold(keywords, self.keywords)
         extra = item.extra_keyword_matches
         if self.extra is not None:
             _hold(extra, self.extra)
-        storage = getattr(getattr(item, "stash", None), "_storage", None)
-        if self.stash is not None and isinstance(storage, dict):
+        storage = pytest_private.stash_storage(item)
+        if self.stash is not None and storage is not None:
             _hold(storage, self.stash)
         if self.suite is not None:
             del self.suite[self.suite_len:]
-
-
-def _suite_properties(config):
-    """junitxml's list of record_testsuite_property() calls, which a test
-    adds to on every run (None without --junitxml)."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:         # pragma: no cover
-        return None
-    props = getattr(config.stash.get(xml_key, None), "global_properties",
-                    None)
-    return props if isinstance(props, list) else None
 
 
 class _SameExamples:
@@ -521,7 +433,7 @@ def _before_fixtures(hook, item):
     impls = hook.get_hookimpls()
     runner = next((i for i, impl in enumerate(impls)
                    if getattr(impl.plugin, "__name__", None)
-                   == "_pytest.runner"), None)
+                   == pytest_private.RUNNER_PLUGIN), None)
     if runner is None:
         return False
     args = {"item": item}
@@ -553,7 +465,7 @@ def note_shared_fixture(session, fixturedef):
     shared = session.stash.setdefault(_SHARED_FIXTURES, {})
     if id(fixturedef) not in shared and \
             getattr(fixturedef, "scope", "function") != "function" and \
-            isinstance(getattr(fixturedef, "_finalizers", None), list):
+            pytest_private.finalizers(fixturedef) is not None:
         shared[id(fixturedef)] = fixturedef
 
 
@@ -582,9 +494,7 @@ class ItemRunner:
         # that what the runner keeps is not that run's growth: the shared
         # fixtures this item uses, and the item's state, refreshed in place
         # after the reported run.
-        info = getattr(item, "_fixtureinfo", None)
-        defs = getattr(info, "name2fixturedefs", None) or {}
-        for fds in defs.values():
+        for fds in pytest_private.fixture_defs(item).values():
             for fd in fds:
                 note_shared_fixture(item.session, fd)
         self._shared = item.session.stash.setdefault(_SHARED_FIXTURES, {})
@@ -600,31 +510,37 @@ class ItemRunner:
         # run makes its own (as pytest's runtestprotocol does when an item
         # runs again), so that the reported run ends holding what it began
         # with.
-        if getattr(item, "_request", None):
-            item._request = False
-            item.funcargs = None
+        if pytest_private.holds_request(item):
+            pytest_private.drop_request(item)
         # So does the instance it made for a method: each run gets a fresh
         # one, and leaves none (a unittest item drops its TestCase in its
         # teardown; the runner drops a test method's after each run).
-        _drop_instance(item)
+        pytest_private.drop_instance(item)
         self._standins = None
         # Lists other plugins keep a record per run in; an extra run's
         # records are dropped after it.
         self._harness = neighbours.harness_lists(item.config)
         if read_reported:
-            preset_neighbour_hooks(item, nextitem)
-            if self._preset_collectors():
-                self._set_up_shared(timed)
-            preset_current_test(item)
-            self._preset_tmp_path()
-            # Before the item's state is copied: the hooks that make them
-            # may add to the item (pytest's tmp_path plugin: its stash).
-            self._standins = report_standins(item)
+            # Before the item's state is copied: the hooks that make what
+            # the run keeps may add to the item (pytest's tmp_path plugin:
+            # its stash).
+            self._make_ready(timed)
         self._state = _ItemState(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
         self._globs = dict(globs) if isinstance(globs, dict) else None
+
+    def _make_ready(self, timed):
+        """Makes what pytest keeps of the reported run, before the snapshot
+        that precedes it (see the class)."""
+        item = self.item
+        preset_neighbour_hooks(item, self.nextitem)
+        if self._preset_collectors():
+            self._set_up_shared(timed)
+        preset_current_test(item)
+        self._preset_tmp_path()
+        self._standins = report_standins(item)
 
     def _next_for_teardown(self):
         """The item the last teardown prepares for: pytest's nextitem, or
@@ -648,9 +564,9 @@ class ItemRunner:
         up; else it tears down for the next item.  An extra run removes the
         tmp_path it was given."""
         item = self.item
-        hasrequest = hasattr(item, "_request")
-        if hasrequest and not item._request:
-            item._initrequest()
+        hasrequest = pytest_private.has_request(item)
+        if hasrequest:
+            pytest_private.make_request(item)
         tmp = None
         try:
             reports = [call_and_report(item, "setup", interact)]
@@ -665,8 +581,7 @@ class ItemRunner:
             self.torn_down = not keep or not self._needs_wider_teardown()
         finally:
             if hasrequest:
-                item._request = False
-                item.funcargs = None
+                pytest_private.drop_request(item)
             if tmp is not None:
                 self._recycle(tmp)
         return reports
@@ -678,21 +593,40 @@ class ItemRunner:
         SetupState.setup() does, when their setup does nothing (a module, a
         class: xunit functions are fixtures), that is not the run's growth.
         """
-        state = getattr(self.item.session, "_setupstate", None)
-        stack = getattr(state, "stack", None)
-        if not isinstance(stack, dict):
+        stack = pytest_private.setup_stack(self.item.session)
+        if stack is None:
             return False
         chain = self.item.listchain()[:-1]
         nodes = list(stack)
-        if nodes != chain[:len(nodes)] or any(
-                not isinstance(entry, tuple) or len(entry) != 2 or entry[1]
-                for entry in stack.values()):
+        if nodes != chain[:len(nodes)] or \
+                not pytest_private.stack_settled(stack):
             return False    # pytest's own setup says what is wrong
         for col in chain[len(nodes):]:
             if getattr(type(col), "setup", None) is not _NODE_SETUP:
                 return False
-            stack[col] = ([col.teardown], None)
+            pytest_private.push(stack, col, [col.teardown])
         return True
+
+    def _shared_to_set_up(self):
+        """The names of the item's fixtures wider than a function that are
+        not up yet, when _set_up_shared() may set them up (see there);
+        else ()."""
+        item = self.item
+        defs = pytest_private.fixture_defs(item)
+        names = [name for name in getattr(item, "fixturenames", ())
+                 if defs.get(name)
+                 and getattr(defs[name][-1], "scope", "function")
+                 != "function"
+                 and getattr(defs[name][-1], "cached_result", 0) is None]
+        if not names or not pytest_private.can_make_request(item) or \
+                not _pytest_own(item.ihook.pytest_runtest_setup) or \
+                any(item.get_closest_marker(m) is not None
+                    for m in ("skip", "skipif", "xfail")):
+            return ()
+        if pytest_private.output_capture_unknown(item.config) or \
+                pytest_private.log_capture_unknown(item.config):
+            return ()
+        return names
 
     def _set_up_shared(self, timed):
         """Sets up the item's fixtures wider than a function (session,
@@ -713,50 +647,35 @@ class ItemRunner:
         setup raises from its cache, as for the scope's later tests; what
         it printed stays captured."""
         item = self.item
-        defs = getattr(getattr(item, "_fixtureinfo", None),
-                       "name2fixturedefs", None) or {}
-        names = [name for name in getattr(item, "fixturenames", ())
-                 if defs.get(name)
-                 and getattr(defs[name][-1], "scope", "function")
-                 != "function"
-                 and getattr(defs[name][-1], "cached_result", 0) is None]
-        if not names or not hasattr(item, "_initrequest") or \
-                not _pytest_own(item.ihook.pytest_runtest_setup) or \
-                any(item.get_closest_marker(m) is not None
-                    for m in ("skip", "skipif", "xfail")):
+        names = self._shared_to_set_up()
+        if not names:
             return
-        plugins = item.config.pluginmanager
-        capture = plugins.get_plugin("capturemanager")
-        logs = plugins.get_plugin("logging-plugin")
-        if (capture is not None and
-                not callable(getattr(capture, "item_capture", None))) or \
-                (logs is not None and (
-                    _CAPLOG_KEYS is None or
-                    not callable(getattr(logs, "_runtest_for", None)))):
-            return
+        capture = pytest_private.output_capture(item.config)
+        logs = pytest_private.log_capture(item.config)
         reraise = _reraise(item.config)
         os.environ[_CURRENT_TEST] = _current_test(item, "setup")
         # On pytest's setup stack, as in its setup phase (a request of an
         # item not on it is a request made in its teardown), with nothing to
         # finish: the shared fixtures' finalizers go on their own nodes.
-        stack = item.session._setupstate.stack
-        stack[item] = ([], None)
-        item._initrequest()
+        stack = pytest_private.setup_stack(item.session)
+        pytest_private.push(stack, item, [])
+        pytest_private.new_request(item)
         try:
             with contextlib.ExitStack() as phase:
                 phase.enter_context(timed())
                 # Nested as pytest's hook wrappers are: the log capture
                 # outside the output capture.
                 if logs is not None:
-                    item.stash[_CAPLOG_KEYS[0]] = {}
-                    phase.enter_context(logs._runtest_for(item, "setup"))
+                    phase.enter_context(
+                        pytest_private.logging_phase(logs, item, "setup"))
                 if capture is not None:
-                    phase.enter_context(capture.item_capture("setup", item))
+                    phase.enter_context(
+                        pytest_private.capture_phase(capture, item, "setup"))
                 if not _before_fixtures(item.ihook.pytest_runtest_setup,
                                         item):
                     return
                 for name in names:
-                    item._request.getfixturevalue(name)
+                    pytest_private.getfixturevalue(item, name)
         except BaseException as e:
             # The setup phase raises it again (a fixture's outcome is
             # cached), or does what is left.
@@ -764,13 +683,10 @@ class ItemRunner:
                 raise
         finally:
             stack.pop(item, None)
-            item._request = False
-            item.funcargs = None
+            pytest_private.drop_request(item)
             if logs is not None:
-                for key in _CAPLOG_KEYS:
-                    if key in item.stash:
-                        del item.stash[key]
-                fresh_log_buffers(item.config)
+                pytest_private.drop_logging_phase(item)
+                pytest_private.fresh_log_buffers(item.config)
 
     def _preset_tmp_path(self):
         """When the test uses tmp_path: the session's base directory, which
@@ -779,7 +695,7 @@ class ItemRunner:
         counter per name, which gains an entry the first time a name is
         used: made now, with the number the run will take (0)."""
         item = self.item
-        factory = getattr(item.config, "_tmp_path_factory", None)
+        factory = pytest_private.tmp_path_factory(item.config)
         if factory is None or \
                 "tmp_path" not in getattr(item, "fixturenames", ()):
             return
@@ -787,12 +703,9 @@ class ItemRunner:
             factory.getbasetemp()
         except Exception:
             pass            # the run's tmp_path raises it, as its error
-        counters = getattr(factory, "_next_number", None)
-        if not isinstance(counters, dict):
-            return
-        # As pytest's tmp_path fixture names it (_pytest/tmpdir.py).
-        name = re.sub(r"[\W]", "_", item.name)[:30]
-        counters.setdefault(name.lower(), 0)
+        counters = pytest_private.tmp_path_counters(item.config)
+        if counters is not None:
+            counters.setdefault(pytest_private.tmp_path_name(item), 0)
 
     def _tmp_path(self):
         """The tmp_path this run of the item got, when pytest made it.
@@ -803,7 +716,7 @@ class ItemRunner:
         strings are immortal.  The reported run's own directory stays."""
         funcargs = getattr(self.item, "funcargs", None)
         tmp = funcargs.get("tmp_path") if isinstance(funcargs, dict) else None
-        factory = getattr(self.item.config, "_tmp_path_factory", None)
+        factory = pytest_private.tmp_path_factory(self.item.config)
         if not isinstance(tmp, pathlib.Path) or factory is None:
             return None
         try:
@@ -817,9 +730,8 @@ class ItemRunner:
         same name: pytest 9 numbers them with a counter per name (older
         versions take the highest number on disk, plus one)."""
         shutil.rmtree(tmp, ignore_errors=True)
-        factory = getattr(self.item.config, "_tmp_path_factory", None)
-        counters = getattr(factory, "_next_number", None)
-        if not isinstance(counters, dict):
+        counters = pytest_private.tmp_path_counters(self.item.config)
+        if counters is None:
             return
         # The name is prefix + number, and a prefix may end in digits too
         # (test_1 + 1 is "test_11"): the split is the one whose prefix's
@@ -843,12 +755,14 @@ class ItemRunner:
         reports = self._protocol(interact=True, extra=False)
         self._standins = None           # the real ones stand now
         item = self.item
-        self._sections = len(item._report_sections)
+        self._sections = len(pytest_private.report_sections(item))
         self._properties = len(item.user_properties)
         self._state.refresh(item)
         self._state.put_back(item)      # the instance goes already
         _make_frames(self.run_again, self._put_back, self._tmp_path,
-                     self._recycle, _unlogged.__wrapped__)
+                     self._recycle, pytest_private.unlogged.__wrapped__,
+                     pytest_private.tmp_path_factory,
+                     pytest_private.tmp_path_counters)
         self._drop_finished_finalizers()
         return reports
 
@@ -864,7 +778,7 @@ class ItemRunner:
         harness = [(kept, len(kept)) for kept in self._harness]
         try:
             with warnings.catch_warnings(record=True), \
-                    _unlogged(self.item.config):
+                    pytest_private.unlogged(self.item.config):
                 reports = self._protocol(interact=False, extra=True)
         finally:
             if self._examples is not None:
@@ -877,7 +791,7 @@ class ItemRunner:
 
     def _put_back(self, harness):
         item = self.item
-        del item._report_sections[self._sections:]
+        del pytest_private.report_sections(item)[self._sections:]
         del item.user_properties[self._properties:]
         for kept, length in harness:
             del kept[length:]
@@ -885,23 +799,14 @@ class ItemRunner:
         self._drop_finished_finalizers()
 
     def _drop_finished_finalizers(self):
+        """Drops the finalizers function-scoped fixtures of this item left
+        on the shared fixtures, once those are finished."""
+        finished = pytest_private.finished_finalizer
         for fd in self._shared.values():
-            fins = fd._finalizers
+            fins = pytest_private.finalizers(fd)
             for i in range(len(fins) - 1, -1, -1):   # in place: no new list
-                if self._finished(fins[i]):
+                if finished(fins[i], self.item):
                     del fins[i]
-
-    def _finished(self, fin):
-        """Whether `fin` is the finalizer a function-scoped fixture of this
-        item left on a shared fixture, and that fixture is finished."""
-        if not isinstance(fin, functools.partial):
-            return False
-        owner = getattr(fin.func, "__self__", None)
-        request = fin.keywords.get("request") if fin.keywords else None
-        return (getattr(fin.func, "__name__", None) == "finish"
-                and owner is not None
-                and getattr(owner, "cached_result", True) is None
-                and getattr(request, "node", None) is self.item)
 
     def tear_down_quietly(self):
         """Tears down for the next item without a run when that takes no
@@ -912,9 +817,8 @@ class ItemRunner:
         if self.torn_down:
             return True
         nextitem = self._next_for_teardown()
-        state = getattr(self.item.session, "_setupstate", None)
-        stack = getattr(state, "stack", None)
-        if nextitem is None or not isinstance(stack, dict):
+        stack = pytest_private.setup_stack(self.item.session)
+        if nextitem is None or stack is None:
             return False
         needed = nextitem.listchain()
         nodes = list(stack)
@@ -923,16 +827,15 @@ class ItemRunner:
                 nodes[kept] is needed[kept]:
             kept += 1
         for node in nodes[kept:]:
-            entry = stack[node]
-            fins = entry[0] if isinstance(entry, tuple) and entry else None
-            if not isinstance(fins, list) or len(fins) > 1:
+            fins = pytest_private.stack_finalizers(stack, node)
+            if fins is None or len(fins) > 1:
                 return False
             if fins and not (getattr(fins[0], "__self__", None) is node and
                              getattr(fins[0], "__func__", None)
                              is _NODE_TEARDOWN):
                 return False
         try:
-            state.teardown_exact(nextitem)
+            pytest_private.teardown_exact(self.item.session, nextitem)
         except Exception:       # pragma: no cover (a no-op raised)
             return False
         self.torn_down = True
@@ -951,16 +854,13 @@ class ItemRunner:
         what its own setup hook made: then the whole run it expects."""
         return not self.torn_down and \
             _pytest_own(self.item.ihook.pytest_runtest_teardown) and \
-            (_CAPLOG_KEYS is not None or
-             self.item.config.pluginmanager.get_plugin("logging-plugin")
-             is None)
+            pytest_private.logging_teardown_known(self.item.config)
 
     def _tear_down_alone(self, reports):
         item = self.item
-        if _CAPLOG_KEYS is not None:
-            # What pytest's log capture made in the setup and deletes in
-            # the teardown.
-            item.stash.setdefault(_CAPLOG_KEYS[0], {})
+        # What pytest's log capture made in the setup and deletes in the
+        # teardown.
+        pytest_private.expect_logging_teardown(item)
         # The item's funcargs are a dict in a run's teardown phase (hooks
         # read them: pytest-benchmark's makereport).
         none = getattr(item, "funcargs", {}) is None
@@ -996,23 +896,23 @@ class ItemRunner:
         if self._globs is not None:
             item.dtest.globs.clear()
             item.dtest.globs.update(self._globs)
-        sections = len(item._report_sections)
+        sections = len(pytest_private.report_sections(item))
         harness = [(kept, len(kept)) for kept in self._harness]
-        hasrequest = hasattr(item, "_request")
-        if hasrequest and not item._request:
-            item._initrequest()
+        hasrequest = pytest_private.has_request(item)
+        if hasrequest:
+            pytest_private.make_request(item)
         failure = None
         if self._examples is not None:
             self._examples.fix()
         try:
             with warnings.catch_warnings(record=True), \
-                    _unlogged(item.config):
+                    pytest_private.unlogged(item.config):
                 first = [call_and_report(item, "setup")]
                 if first[0].passed:
                     first.append(call_and_report(item, "call"))
             if self._examples is not None:
                 self._examples.restore()
-            del item._report_sections[sections:]
+            del pytest_private.report_sections(item)[sections:]
             for kept, length in harness:
                 del kept[length:]
             failure = next((r for r in first if not r.passed), None)
@@ -1023,6 +923,5 @@ class ItemRunner:
             if self._examples is not None:
                 self._examples.restore()
             if hasrequest:
-                item._request = False
-                item.funcargs = None
+                pytest_private.drop_request(item)
         return _replace_teardown(reports, final), failure

@@ -139,12 +139,6 @@ def ini_types(version=None):
             "string": "string"}
 
 
-def own_type_messages(version=None):
-    """Whether a value that is not of its key's type reaches our checks,
-    with their messages, rather than pytest's own (see ini_types)."""
-    return not (9, 0) <= (version or installed_pytest()) < (9, 2)
-
-
 # Messages.  A bad value is "leakcheck: <where>: <problem>".
 MSG_BAD_VALUE = "leakcheck: {where}: {problem}"
 WHERE_CLI = "command line option {option}"

@@ -146,8 +146,8 @@ def test_what_only_the_harness_holds_is_listed_too(pytester):
 
 
 def _dump_line(path):
-    from pytest_leakcheck import plugin
-    return plugin.MSG_DUMP.format(path=path)
+    from pytest_leakcheck import hunt
+    return hunt.MSG_DUMP.format(path=path)
 
 
 def test_no_dump_for_a_clean_run(pytester):

@@ -97,7 +97,7 @@ BAD = [
                  "leaks_warmup",
                  settings.PROBLEM_INT.format(name="warmup", minimum=0,
                                              value="two")
-                 if settings.own_type_messages() else "*",
+                 if settings.ini_types()["int"] != "int" else "*",
                  id="ini_options-int"),
     pytest.param("pytest.ini", "pytest.ini", "[pytest]\nleaks = maybe\n",
                  "leaks",
@@ -128,7 +128,7 @@ def test_bad_override_names_the_o_option(pytester, clean_source):
     result.stderr.fnmatch_lines([_message(
         settings.WHERE_OVERRIDE.format(key="leaks_repeat"),
         settings.PROBLEM_INT.format(name="repeat", minimum=1, value="x")
-        if settings.own_type_messages() else "*")])
+        if settings.ini_types()["int"] != "int" else "*")])
 
 
 NOLEAK_LEAKY = '''

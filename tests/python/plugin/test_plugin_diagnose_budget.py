@@ -4,7 +4,7 @@ measured in runs of the test, stops there and says so; --leaks-diagnose
 
 import pytest
 
-from pytest_leakcheck import plugin, settings
+from pytest_leakcheck import hunt, settings
 
 LEAKY = '''
 _KEPT = []
@@ -51,11 +51,11 @@ def test_diagnosis_off(pytester, read_report, how):
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
                                            *how)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"note: {plugin.MSG_DIAGNOSIS_OFF}"])
+    result.stdout.fnmatch_lines([f"note: {hunt.MSG_DIAGNOSIS_OFF}"])
     result.stdout.no_fnmatch_line("*where the surviving new memory*")
     report, tests = read_report()
     assert report["settings"]["diagnose"] == "off"
-    assert plugin.MSG_DIAGNOSIS_OFF in \
+    assert hunt.MSG_DIAGNOSIS_OFF in \
         tests["test_leaky.py::test_leaky"]["diagnosis"]["text"]
 
 

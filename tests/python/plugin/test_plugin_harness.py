@@ -62,6 +62,7 @@ def test_the_fixture_reports_at_the_test_s_line(pytester, monkeypatch):
     assert f"  {path}:{line}: +" in out       # where it was allocated
     report = out[out.index("leakcheck: series"):]
     assert "plugin.py" not in report and "_pytest" not in report
+    assert "pytest_leakcheck/fixture.py" not in report
 
 
 UNTRACKED = '''

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import hunt
 
 ITEM_STATE = '''
 import itertools
@@ -123,7 +123,7 @@ def test_a_test_that_changes_its_item_stays_clean(pytester, read_report):
     case = suite.find(".//testcase[@name='test_user_properties']")
     names = [p.get("name") for p in case.findall("properties/property")]
     assert len(names) == 4 and names[1] == "also"
-    assert names[2:] == [plugin.JUNIT_RUNS, plugin.JUNIT_SECONDS]
+    assert names[2:] == [hunt.JUNIT_RUNS, hunt.JUNIT_SECONDS]
 
 
 def test_markers_the_reported_run_applied_still_select(pytester):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import hunt
 
 CORPUS = pathlib.Path(__file__).parents[3] / "bench" / "plugins_corpus.py"
 
@@ -121,11 +121,11 @@ def test_rerunfailures(pytester, read_report, runs_log):
     recs = {i.rsplit("::")[-1]: r for i, r in recs.items()}
     assert recs["test_fails_first"]["verdict"] == "skipped"
     assert recs["test_fails_first"]["reason"] == "not checked: " + \
-        plugin.MSG_FLAKY_FIRST.format(outcome="failed")
+        hunt.MSG_FLAKY_FIRST.format(outcome="failed")
     assert recs["test_fails_second"]["verdict"] == "skipped"
     assert recs["test_fails_second"]["outcome"] == "passed"
     assert recs["test_fails_second"]["reason"] == "not checked: " + \
-        plugin.MSG_FLAKY_LATER.format(outcome="failed", when="call")
+        hunt.MSG_FLAKY_LATER.format(outcome="failed", when="call")
     assert recs["test_leaks"]["verdict"] == "leak"
     # Its first run, then pytest-rerunfailures' run and its one rerun.
     assert len(runs_log()) == 3

@@ -80,7 +80,7 @@ def test_a_clean_test_runs_once_and_a_leak_is_still_caught(
     # Past the first of each (whose run fills what is filled once), the
     # clean tests ran once: each reported run grew nothing and was measured.
     # But one: when the plugin freezes the objects earlier tests left (every
-    # few dozen tests, plugin.YOUNG_LIMIT), the next test's run replaces
+    # few dozen tests, session.YOUNG_BLOCKS), the next test's run replaces
     # some of them (pytest's log capture buffers), which reads as growth.
     # Up to 3.10, where a code object keeps the frame of its last call and
     # a frame from the freelist is resized in place, a reported run moves

@@ -7,7 +7,7 @@ import re
 import leakcheck
 import pytest
 
-from pytest_leakcheck import plugin, settings
+from pytest_leakcheck import hunt, plugin, settings, terminal
 
 FD_LEAK = '''
 import os
@@ -65,7 +65,7 @@ def test_leaks_hunts_in_every_test(pytester, where, leaky_source,
         return
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["LEAKED test_leaky.py::test_leaky - "
-                                 + plugin.MSG_LEAK.format(
+                                 + terminal.MSG_LEAK.format(
                                      probe="objects", growth="+1",
                                      also="*")])
 
@@ -145,7 +145,7 @@ def test_report_ini_path_is_relative_to_the_ini_file(pytester, monkeypatch,
     result.assert_outcomes(passed=1)
     assert (pytester.path / "out" / "r.json").is_file()
     assert not (sub / "out").exists()
-    result.stdout.fnmatch_lines([plugin.MSG_REPORT_WRITTEN.format(
+    result.stdout.fnmatch_lines([terminal.MSG_REPORT_WRITTEN.format(
         path=pytester.path / "out" / "r.json", partial="")])
 
 
@@ -167,7 +167,7 @@ def test_baseline_known_leaks_do_not_fail(pytester, read_report, where,
     result.assert_outcomes(passed=2)
     assert result.ret == 0
     result.stdout.fnmatch_lines([
-        "*" + plugin.SECTION_KNOWN + "*",
+        "*" + hunt.SECTION_KNOWN + "*",
         "KNOWN LEAK test_leaky.py::test_leaky - *",
     ])
     rec = read_report()[1]["test_leaky.py::test_leaky"]
@@ -210,7 +210,7 @@ def test_bad_command_line_values_name_the_option(pytester, args, message,
     # pytest 9.0 and 9.1 reject it themselves (named where, all the same).
     ("leaks_warmup", "two", settings.PROBLEM_INT.format(
         name="warmup", minimum=0, value="two")
-        if settings.own_type_messages() else "*"),
+        if settings.ini_types()["int"] != "int" else "*"),
     ("leaks_probes", "nope", settings.PROBLEM_PROBE.format(
         value="nope", valid=", ".join(leakcheck.PROBE_NAMES))),
 ])

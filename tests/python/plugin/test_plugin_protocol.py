@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import hunt, terminal
 
 FIXTURES = '''
 import logging
@@ -227,7 +227,7 @@ def test_real_outcomes_stand(pytester, read_report, runs_log):
     result.stdout.fnmatch_lines(["LEAKED test_outcomes.py::test_leaks*"])
     result.stdout.fnmatch_lines(
         ["FAILED test_outcomes.py::test_xpass_strict*"])
-    result.stdout.fnmatch_lines(["*" + plugin.MSG_RERUN_FAILED.format(
+    result.stdout.fnmatch_lines(["*" + hunt.MSG_RERUN_FAILED.format(
         outcome="failed", when="call") + "*"])
     assert "LEAKED test_outcomes.py::test_fails" not in result.stdout.str()
     # Tests that did not pass ran once: they are not hunted.
@@ -286,9 +286,9 @@ def test_early_stop(pytester, read_report, runs_log):
     # to start tracing from, and the runs it compares; under memray, when
     # installed, one run and then as many as it compares (at least 2).
     assert leaks["verdict"] == "leak" and leaks["runs"] == 5
-    under_memray = (1 + max(2, plugin.DIAGNOSIS_RUNS)
+    under_memray = (1 + max(2, hunt.DIAGNOSIS_RUNS)
                     if importlib.util.find_spec("memray") else 0)
-    assert runs["leaks"] == (leaks["warmup"] + 5 + 1 + plugin.DIAGNOSIS_RUNS
+    assert runs["leaks"] == (leaks["warmup"] + 5 + 1 + hunt.DIAGNOSIS_RUNS
                              + under_memray)
     assert all(len(v) == r["runs"] for r in (clean, leaks)
                for v in r["deltas"].values())
@@ -305,7 +305,7 @@ def test_leaks():
     result = pytester.runpytest_subprocess("--leaks", "-rf")
     # One line names the leak, led by the probe a person reads first (the
     # objects before the blocks they take), with its growth per run.
-    line = plugin.MSG_LEAK.format(probe="objects", growth="+1", also="*")
+    line = terminal.MSG_LEAK.format(probe="objects", growth="+1", also="*")
     result.stdout.fnmatch_lines([
         "*_ test_leaks _*",
         "leakcheck: series 'test_section.py::test_leaks' leaked*",
@@ -315,7 +315,7 @@ def test_leaks():
         "*list*+*",
         "*= leakcheck =*",
         "LEAKED test_section.py::test_leaks - " + line,
-        plugin.MSG_SUMMARY.format(tests=1, s="", leak=1, clean=0, error=0,
+        terminal.MSG_SUMMARY.format(tests=1, s="", leak=1, clean=0, error=0,
                                   skipped=0, known=""),
         "*short test summary info*",
         "LEAKED test_section.py::test_leaks - " + line,
@@ -347,7 +347,7 @@ def test_still_frozen():
     result = pytester.runpytest_subprocess("--leaks")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["LEAKED test_frozen.py::test_leaks*",
-                                 plugin.MSG_GC_FROZEN])
+                                 terminal.MSG_GC_FROZEN])
 
 
 def test_heap_frozen_by_a_session_fixture_stays_frozen(pytester):
@@ -380,7 +380,7 @@ def test_still_frozen():
     result = pytester.runpytest_subprocess("--leaks", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["LEAKED test_frozen.py::test_leaks*",
-                                 plugin.MSG_GC_FROZEN])
+                                 terminal.MSG_GC_FROZEN])
 
 
 def test_settle_hook_clears_what_the_users_code_keeps(pytester):

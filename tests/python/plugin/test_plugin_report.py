@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from leakcheck import gate
-from pytest_leakcheck import plugin, report as reportmod
+from pytest_leakcheck import report as reportmod
+from pytest_leakcheck import session, terminal
 
 MIXED = '''
 import pytest
@@ -41,7 +42,7 @@ def test_report_schema(pytester, read_report):
     pytester.makepyfile(test_mixed=MIXED)
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
                                            "--leaks-repeat=3")
-    result.stdout.fnmatch_lines([plugin.MSG_REPORT_WRITTEN.format(
+    result.stdout.fnmatch_lines([terminal.MSG_REPORT_WRITTEN.format(
         path=pytester.path / "r.json", partial="")])
     report, recs = read_report()
     assert report["schema"] == reportmod.SCHEMA == gate.REPORT_SCHEMA
@@ -178,7 +179,7 @@ def test_xdist_controller_writes_one_merged_report(pytester, read_report,
     result.stdout.fnmatch_lines_random([
         "LEAKED test_a.py::test_a_leaks - *objects +*",
         "LEAKED test_b.py::test_b_leaks - *objects +*",
-        plugin.MSG_SUMMARY.format(tests=7, s="s", leak=2, clean=5, error=0,
+        terminal.MSG_SUMMARY.format(tests=7, s="s", leak=2, clean=5, error=0,
                                   skipped=0, known=""),
     ])
     report, recs = read_report()
@@ -212,16 +213,16 @@ def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
     assert report["partial"] is True
     assert "a pytest-xdist worker crashed" in report["partial_reasons"]
     result.stdout.fnmatch_lines([
-        f"CRASHED test_crash.py::test_crashes - {plugin.MSG_CRASHED}"])
+        f"CRASHED test_crash.py::test_crashes - {session.MSG_CRASHED}"])
     crashed = recs["test_crash.py::test_crashes"]
     assert crashed["verdict"] == "crashed" and crashed["outcome"] == "crashed"
-    assert crashed["reason"] == plugin.MSG_CRASHED
+    assert crashed["reason"] == session.MSG_CRASHED
     assert (crashed["file"], crashed["line"]) == ("test_crash.py", 6)
     assert recs["test_crash.py::test_before"]["verdict"] == "clean"
     # Nothing leaked, but the gate fails: a test crashed.
     status, out, _ = _gate(str(pytester.path / "r.json"))
     assert status == 1
-    assert (f"  CRASHED test_crash.py::test_crashes: {plugin.MSG_CRASHED}"
+    assert (f"  CRASHED test_crash.py::test_crashes: {session.MSG_CRASHED}"
             in out.splitlines())
     status, out, _ = _gate(str(pytester.path / "r.json"), "--allow-partial")
     assert status == 0 and "accepted (--allow-partial)" in out

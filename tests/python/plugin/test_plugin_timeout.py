@@ -4,7 +4,7 @@ and does not blame the test."""
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import hunt, plugin
 
 pytest_timeout = pytest.importorskip("pytest_timeout")
 
@@ -56,7 +56,7 @@ def test_a_run_over_its_budget_is_named(pytester, read_report):
         "--timeout=1", "--timeout-method=signal", "--leaks",
         "--leaks-warmup=4", "--leaks-report=r.json")
     result.assert_outcomes(failed=1)
-    message = plugin.MSG_RERUN_TIMEOUT.format(run=3, limit=1.0)
+    message = hunt.MSG_RERUN_TIMEOUT.format(run=3, limit=1.0)
     result.stdout.fnmatch_lines([message])
     rec = read_report()[1]["test_a_run_over_its_budget_is_named.py::"
                            "test_slower_later"]
@@ -152,7 +152,7 @@ def test_a_limit_not_applied_per_run_does_not_blame_the_test(
         "--timeout=1.5", "--leaks", "--leaks-warmup=3",
         "--leaks-report=r.json")
     result.assert_outcomes(failed=1)
-    message = plugin.MSG_LIMIT_SHARED.format(run=2)
+    message = hunt.MSG_LIMIT_SHARED.format(run=2)
     result.stdout.fnmatch_lines([message])
     assert "then failed when run again" not in result.stdout.str()
     rec = read_report()[1]["test_a_limit_not_applied_per_run_does_not_"

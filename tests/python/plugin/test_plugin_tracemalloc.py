@@ -5,7 +5,7 @@ tests after it are measured as before."""
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import terminal
 
 THREE = '''
 import tracemalloc
@@ -47,7 +47,7 @@ def test_a_leak_after_tracemalloc_stop_is_caught(pytester, monkeypatch,
         assert stopped["probes"] == []
         assert set(stopped["unread"]) == {"py_bytes", "py_allocs"}
         assert "tracemalloc" in stopped["unread"]["py_bytes"]
-        result.stdout.fnmatch_lines([plugin.MSG_NOT_COMPARED.format(
+        result.stdout.fnmatch_lines([terminal.MSG_NOT_COMPARED.format(
             id="test_three.py::test_stop", probe="py_bytes", why="*")])
     else:
         assert stopped["probes"] == ["py_bytes", "py_allocs"]

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_leakcheck import plugin
+from pytest_leakcheck import hunt, terminal
 
 MIXED = '''
 import os
@@ -45,9 +45,9 @@ def test_verbose_line_says_how_many_runs(pytester, read_report, verbosity,
     for test_id, word in zip(IDS, ("PASSED", "LEAKED", "LEAKED")):
         runs = recs[test_id]["test_runs"]
         if verbosity == "-v":
-            shown = plugin.MSG_VERBOSE_RUNS.format(word=word, runs=runs)
+            shown = terminal.MSG_VERBOSE_RUNS.format(word=word, runs=runs)
         else:
-            shown = plugin.MSG_VERBOSE_RUNS_TIME.format(
+            shown = terminal.MSG_VERBOSE_RUNS_TIME.format(
                 word=word, runs=runs, seconds=0).replace("0.00", "*")
         pattern = (f"*{shown} {test_id}*" if workers
                    else f"{test_id} {shown}*")
@@ -71,19 +71,19 @@ def test_hunt_time_in_junit_and_summary(pytester, read_report):
     for test_id in IDS:
         props = {p.get("name"): p.get("value")
                  for p in cases[test_id].iter("property")}
-        assert int(props[plugin.JUNIT_RUNS]) == recs[test_id]["test_runs"]
-        assert float(props[plugin.JUNIT_SECONDS]) == \
+        assert int(props[hunt.JUNIT_RUNS]) == recs[test_id]["test_runs"]
+        assert float(props[hunt.JUNIT_SECONDS]) == \
             recs[test_id]["hunt_seconds"]
     slowest = sorted(IDS, key=lambda i: recs[i]["hunt_seconds"],
                      reverse=True)
     result.stdout.fnmatch_lines([
-        plugin.MSG_HUNT_TIME.format(
+        terminal.MSG_HUNT_TIME.format(
             seconds=0, tests=3, s="s",
             runs=sum(recs[i]["test_runs"] - 1 for i in IDS)
         ).replace("0.00", "*"),
-    ] + ["  " + plugin.MSG_HUNT_LINE.format(
+    ] + ["  " + terminal.MSG_HUNT_LINE.format(
         seconds=recs[i]["hunt_seconds"], runs=recs[i]["test_runs"], id=i)
-        for i in slowest[:plugin.SLOWEST_HUNTS]])
+        for i in slowest[:terminal.SLOWEST_HUNTS]])
 
 
 def test_durations_sets_how_many_hunts_are_listed(pytester):
@@ -105,10 +105,10 @@ def test_short_summary_leads_with_the_most_telling_probe(
                                            "--leaks-report=r.json", *workers)
     rec = read_report()[1][IDS[2]]
     assert "fds" in rec["leaking"] and "objects" in rec["leaking"]
-    others = [p for p in plugin.TELLING if p in rec["leaking"]][1:]
-    line = plugin.MSG_LEAK.format(
+    others = [p for p in terminal.TELLING if p in rec["leaking"]][1:]
+    line = terminal.MSG_LEAK.format(
         probe="fds", growth="+1",
-        also=plugin.MSG_LEAK_ALSO.format(probes=", ".join(others)))
+        also=terminal.MSG_LEAK_ALSO.format(probes=", ".join(others)))
     result.stdout.fnmatch_lines([
         f"*_ test_fd_and_lists _*",
         # The failure section keeps the whole report.
@@ -125,10 +125,10 @@ def test_short_summary_leads_with_the_most_telling_probe(
 
 
 def test_leak_line_growth_that_varies():
-    assert plugin.leak_line(["blocks", "garbage"], {
+    assert terminal.leak_line(["blocks", "garbage"], {
         "blocks": [13, 13, 13, 1], "garbage": [2, 2, 2, 2]}) == \
-        plugin.MSG_LEAK.format(
+        terminal.MSG_LEAK.format(
             probe="garbage", growth="+2 objects",
-            also=plugin.MSG_LEAK_ALSO.format(probes="blocks"))
-    assert plugin.leak_line(["blocks"], {"blocks": [13, 13, 13, 1]}) == \
-        plugin.MSG_LEAK.format(probe="blocks", growth="+1 to +13", also="")
+            also=terminal.MSG_LEAK_ALSO.format(probes="blocks"))
+    assert terminal.leak_line(["blocks"], {"blocks": [13, 13, 13, 1]}) == \
+        terminal.MSG_LEAK.format(probe="blocks", growth="+1 to +13", also="")

@@ -1,0 +1,495 @@
+"""One test's hunt: its reported run and the series after it, the verdict,
+the diagnosis of a leak (within its budget) and the record.
+
+A checked test runs its whole protocol once, as pytest would: that is the
+reported run, and what it reports (a failure, an error, a skip, an xfail)
+stands; only a test that passed is hunted.  Read top-down: protocol()
+decides whether the test is hunted, hunt() runs it (_start, _run_series,
+_judge, _finish), _diagnose() re-runs a leaking test to say what grew.
+"""
+
+import os
+import time
+import tracemalloc
+
+import pluggy
+import pytest
+
+import leakcheck
+
+from . import neighbours
+from . import perrun
+from . import progress as progressmod
+from . import pytest_private
+from . import report as reportmod
+from . import settings as settingsmod
+from . import terminal
+from .runner import ItemRunner, outcome_of
+from .session import STATE
+from .settings import BadValue
+
+MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
+                    "again ({when}); a checked test must pass every run")
+MSG_FLAKY_FIRST = "the test {outcome}, and pytest-rerunfailures reruns it"
+MSG_FLAKY_LATER = ("the test passed, then {outcome} when run again "
+                   "({when}), and pytest-rerunfailures reruns it")
+MSG_RERUN_TIMEOUT = ("leakcheck: run {run} of the test took longer than "
+                     "its time limit ({limit}s, pytest-timeout), which "
+                     "applies to each run on its own")
+MSG_LIMIT_SHARED = ("leakcheck: pytest-timeout's limit ran out by run "
+                    "{run} of the test; it could not be applied to each "
+                    "run here, so it covered all of them: the test is not "
+                    "to blame (raise the limit, or mark the test leaky)")
+MSG_ENGINE_ERROR = "leakcheck: could not measure the test: {error}"
+MSG_DIAGNOSIS_OFF = ("diagnosis off (--leaks-diagnose=off): the test was "
+                     "not re-run to find what it leaked")
+MSG_DIAGNOSIS_BUDGET = (
+    "the diagnosis stopped at its budget of {budget:.1f} s ({factor} times "
+    "the test's run time of {run_time:.2f} s); what it found so far is "
+    "above. --leaks-diagnose=cheap traces less, =off not at all")
+MSG_DUMP = ("leakcheck: what the runs left behind: {path} (python -m "
+            "leakcheck show FILE)")
+MSG_DUMP_FAILED = "leakcheck: cannot write the dump into {directory}: {error}"
+SECTION_KNOWN = "leakcheck: known leak"
+JUNIT_RUNS = "leakcheck_runs"           # JUnit properties of a hunted test
+JUNIT_SECONDS = "leakcheck_seconds"
+
+DIAGNOSIS_RUNS = 2       # runs diagnose() compares
+DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
+
+BAD_SETTINGS = pytest.StashKey[str]()     # on an item: why it cannot run
+OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
+
+# Folders of the harness around a test: what pytest, pluggy and this plugin
+# allocate anew each run (log streams, stash entries) is not the test's leak.
+_HARNESS = (pytest_private.PYTEST_DIR, os.path.dirname(pluggy.__file__),
+            os.path.dirname(__file__))
+
+
+# ---- whether the test is hunted -------------------------------------------
+
+def protocol(item, nextitem):
+    """pytest_runtest_protocol: True when the hunt ran the test and logged
+    its reports; None to leave the test to pytest's own protocol."""
+    state = item.config.stash.get(STATE, None)
+    if state is None or not state.wants(item) or \
+            item.config.getoption("setuponly", False) or \
+            item.config.getoption("setupplan", False):
+        if state is not None:
+            state.freezer.end()
+        return None
+    opted_out = settingsmod.opt_out_reason(item)
+    if opted_out is not None:
+        # pytest runs it; the record rides on its call report.
+        state.freezer.end()
+        item.stash[OPTED_OUT] = opted_out
+        return None
+    reports = hunt(item, nextitem, state)
+    if reports is None:
+        state.freezer.end()
+        return None
+    ihook = item.ihook
+    for rep in reports:
+        ihook.pytest_runtest_logreport(report=rep)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def on_report(item, report):
+    """pytest_runtest_makereport, for a test pytest ran itself: the record
+    of a test whose settings are bad, or that is not hunted."""
+    bad = item.stash.get(BAD_SETTINGS, None)
+    if bad is not None and report.when == "setup":
+        # It ran, and errors: the report says why, as for any test.
+        state = item.config.stash[STATE]
+        report.leakcheck = _record(item, state, state.settings.defaults,
+                                   "error", outcome_of([report]), reason=bad)
+        return
+    reason = item.stash.get(OPTED_OUT, None)
+    if reason is not None and (report.when == "call" or (
+            report.when == "setup" and not report.passed)):
+        state = item.config.stash[STATE]
+        settings = state.settings.defaults
+        report.leakcheck = _record(
+            item, state, settings, "skipped", outcome_of([report]),
+            reason=f"not checked: {reason}")
+
+
+# ---- the hunt -------------------------------------------------------------
+
+class _Hunt:
+    """What one test's hunt holds from its first run to its verdict."""
+
+    __slots__ = ("item", "state", "settings", "series", "runs", "progress",
+                 "runner")
+
+    def __init__(self, item, state, settings, series, runs, progress,
+                 runner):
+        self.item, self.state, self.settings = item, state, settings
+        self.series, self.runs, self.progress = series, runs, progress
+        self.runner = runner
+
+    def record(self, verdict, outcome, **kw):
+        return _record(self.item, self.state, self.settings, verdict,
+                       outcome, **kw)
+
+
+def hunt(item, nextitem, state):
+    """Runs the reported run and the series; returns the reports to log,
+    the one that carries the verdict holding it as `.leakcheck`, or None
+    when pytest runs the test instead (bad settings: it errors in its
+    setup; a failure pytest-rerunfailures reruns)."""
+    # First: what is made for this test must die unfrozen, where its death
+    # is counted.  The series replaces dicts of its own while it runs (an
+    # empty dict is tracked by the collector on CPython 3.14+): frozen,
+    # their deaths would go uncounted while their successors count.  (On
+    # 3.14 and 3.15 a reported run right after a freeze still reads one
+    # object more, from elsewhere: such a test runs three times.)
+    state.freezer.begin(item.config)
+    h = _start(item, nextitem, state)
+    if h is None:
+        return None
+    reports, failure, error, run_time = _run_series(h)
+    outcome = outcome_of(reports)
+    if outcome in ("failed", "error") and neighbours.reruns(item):
+        # Not logged: pytest-rerunfailures' protocol runs the test again,
+        # as often as it would have, and logs every attempt; the
+        # reported run tore down for the next item, as a failed run does.
+        h.runs.close()
+        h.progress.clear()
+        item.stash[OPTED_OUT] = MSG_FLAKY_FIRST.format(outcome=outcome)
+        return None
+    call = next((r for r in reports if r.when == "call"), reports[0])
+    rec = _judge(h, call, outcome, failure, error, run_time)
+    return _finish(h, reports, call, rec,
+                   judged=failure is None and error is None
+                   and outcome == "passed")
+
+
+def _start(item, nextitem, state):
+    """The test's settings, series, runs and runner, made before the
+    series' first snapshot; None (the reason in BAD_SETTINGS) when its
+    settings are bad."""
+    try:
+        settings = settingsmod.for_item(item, state.settings.defaults)
+        series = leakcheck.Series(
+            warmup=settings.warmup, repeat=settings.repeat,
+            probes=list(settings.probes), tolerance=settings.tolerance,
+            name=item.nodeid, location=_location(item),
+            thorough=settings.thorough)
+    except (BadValue, ValueError, OverflowError) as e:
+        # The test errors in its setup, run by pytest's own protocol.
+        item.stash[BAD_SETTINGS] = str(e)
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
+                                       location=item.location)
+    runs = perrun.Runs(item)
+    progress = progressmod.Progress(item.config, item.name, state.worker_id)
+    # With one warm-up run, the engine reads the reported run too (a run
+    # that grew nothing is the measured run: no other run is needed), and
+    # the runner makes ready what pytest keeps of that run.
+    runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
+                        timed=runs.unmeasured)
+    return _Hunt(item, state, settings, series, runs, progress, runner)
+
+
+def _run_series(h):
+    """The reported run, then the series' runs until its verdict is in, a
+    run does not pass, or the engine raises; returns (the reported run's
+    reports, the report of a failed extra run or None, the engine's
+    exception or None, the slowest measured run in seconds).  Everything
+    made between two snapshots here is that run's growth: nothing is."""
+    item, series, runs, runner = h.item, h.series, h.runs, h.runner
+    total = h.settings.warmup + h.settings.repeat
+    reports = None
+    failure = None      # the report of a failed extra run
+    error = None        # the engine's exception
+    settle = item.ihook.pytest_leakcheck_settle
+    # Both floats exist before the first snapshot: made by the first
+    # measured run, they would be its growth.
+    run_time = float(0)
+    began = float(0)
+    while True:
+        try:
+            if reports is not None or h.settings.warmup == 1:
+                settle(item=item)       # a snapshot is next
+            more = series.next()
+        except Exception as e:
+            error = e
+            break
+        if not more:
+            break
+        h.progress.show(
+            progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
+            if series.confirming or runs.count >= total else
+            progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
+        with runs.run():
+            if reports is None:
+                reports = runner.run_reported()
+            else:
+                began = time.perf_counter()
+                failure = runner.run_again()
+                run_time = max(run_time, time.perf_counter() - began)
+        if outcome_of(reports) != "passed" or failure is not None:
+            break
+    if reports is None:
+        with runs.run():
+            reports = runner.run_reported()
+    return reports, failure, error, run_time
+
+
+def _judge(h, call, outcome, failure, error, run_time):
+    """The record of the hunt's verdict; the call report of a test that
+    did not pass every run, or leaked, fails with the reason."""
+    if outcome in ("skipped", "xfailed", "xpassed"):
+        return h.record("skipped", outcome,
+                        reason=f"not checked: the test {outcome}")
+    if outcome != "passed":
+        return h.record("error", outcome,
+                        reason=f"not checked: the test {outcome}")
+    if failure is not None and neighbours.reruns(h.item):
+        # What the test's reported run did stands, as pytest-rerunfailures
+        # would rerun a failure.
+        return h.record("skipped", outcome,
+                        reason="not checked: " + MSG_FLAKY_LATER.format(
+                            outcome=outcome_of([failure]),
+                            when=failure.when))
+    if failure is not None:
+        return _failed_again(h, call, failure)
+    if error is not None:
+        msg = (MSG_LIMIT_SHARED.format(run=h.runs.count)
+               if perrun.is_timeout(error) else
+               MSG_ENGINE_ERROR.format(error=f"{type(error).__name__}: "
+                                             f"{error}"))
+        call.outcome = "failed"
+        call.longrepr = msg
+        return h.record("error", "failed", reason=msg)
+    if h.series.leaked:
+        return _leaked(h, call, outcome, run_time)
+    return h.record("clean", outcome, series=h.series)
+
+
+def _failed_again(h, call, failure):
+    """A run after the reported one did not pass: the test errors."""
+    msg = _rerun_failed(failure, h.runs, h.runs.count)
+    call.outcome = "failed"
+    call.longrepr = f"{msg}\n\n{failure.longreprtext}"
+    return h.record("error", "failed", reason=msg)
+
+
+def _leaked(h, call, outcome, run_time):
+    """The series found a leak: diagnosed, dumped when asked, and the test
+    fails with the report, unless the baseline knows the leak (then the
+    report is a section of the passing test's)."""
+    item, series, state = h.item, h.series, h.state
+    dump_dir = state.settings.dump_dir
+    diagnosis, note = _diagnose(h, series.leaking, state.settings.diagnose,
+                                run_time, keep_objects=bool(dump_dir),
+                                capture_dir=dump_dir)
+    text = series.report(diagnosis=diagnosis)
+    if note is not None and diagnosis is None:
+        text += f"\nnote: {note}"
+    if dump_dir and diagnosis is not None:
+        text += "\n" + _dump(dump_dir, item, series, diagnosis)
+    known = reportmod.is_known(state.baseline, item.nodeid, series.leaking)
+    rec = h.record("leak", outcome, series=series, diagnosis=diagnosis,
+                   known=known)
+    if diagnosis is None and note is not None:
+        rec["diagnosis"] = {"text": f"note: {note}"}
+    if known:
+        call.sections.append((SECTION_KNOWN, text))
+    else:
+        rec["outcome"] = "failed"
+        call.outcome = "failed"
+        call.longrepr = terminal.leak_failure(
+            text, series.leaking, series.deltas, item.location)
+    return rec
+
+
+def _finish(h, reports, call, rec, judged):
+    """Tears down for the next item (a run more when that takes one), and
+    puts the record on the call report; the reports to log.  `judged`:
+    every run passed and the engine judged the test, so a failure of that
+    last run makes it error."""
+    final_failure = None
+    if not h.runner.tear_down_quietly():
+        # The teardown phase alone is not a run of the test; one more whole
+        # run is.
+        alone = h.runner.tears_down_alone()
+        with h.runs.unmeasured() if alone else h.runs.run():
+            reports, final_failure = h.runner.finish(reports, alone)
+    if final_failure is not None and judged:
+        # The extra run that tears down wider fixtures failed: the test
+        # does not pass every run, as a failed measured run would show.
+        rec = _failed_again(h, call, final_failure)
+    h.runs.close()
+    h.progress.clear()
+    rec["test_runs"] = h.runs.count
+    rec["hunt_seconds"] = round(h.runs.added_seconds(), 3)
+    if h.runs.count > 1:
+        # junitxml reads the properties of the teardown report.
+        reports[-1].user_properties.extend([
+            (JUNIT_RUNS, h.runs.count), (JUNIT_SECONDS, rec["hunt_seconds"])])
+    call.leakcheck = rec
+    return reports
+
+
+def _rerun_failed(failure, runs, run):
+    """The message of a run after the first that did not pass."""
+    if perrun.is_timeout(failure.longreprtext):
+        if runs.per_run:
+            return MSG_RERUN_TIMEOUT.format(run=run, limit=runs.limit)
+        return MSG_LIMIT_SHARED.format(run=run)
+    return MSG_RERUN_FAILED.format(outcome=outcome_of([failure]),
+                                   when=failure.when)
+
+
+def _location(item):
+    """Where the test is defined, for the series' report: from
+    item.location, which pytest computes once per item (reportinfo() finds
+    the source line anew on each call)."""
+    try:
+        relpath, lineno, _ = item.location
+        path = os.path.normpath(os.path.join(str(item.config.rootpath),
+                                             relpath))
+    except Exception:
+        path, lineno, _ = item.reportinfo()
+    return str(path), (lineno or 0) + 1
+
+
+# ---- the diagnosis --------------------------------------------------------
+
+class _OutOfBudget(Exception):
+    """Raised by a diagnosis re-run that the budget has no time left for."""
+
+
+class _BudgetedRun:
+    """One more run of the test for the diagnosis, followed by the settle
+    hook as in the series; raises _OutOfBudget instead when the run would
+    start past `budget` seconds from the first call, counting on it taking
+    as long as the slowest run so far (`run_time` to begin with)."""
+
+    def __init__(self, h, budget, run_time):
+        self.h = h
+        self.budget = budget
+        self.start = time.perf_counter()
+        self.slowest = run_time
+
+    def __call__(self):
+        h = self.h
+        began = time.perf_counter()
+        if began - self.start + self.slowest > self.budget:
+            raise _OutOfBudget()
+        h.progress.show(progressmod.WHAT_DIAGNOSING.format(
+            run=h.runs.count + 1))
+        with h.runs.run(traced=True):
+            h.runner.run_again()
+        h.item.ihook.pytest_leakcheck_settle(item=h.item)
+        self.slowest = max(self.slowest, time.perf_counter() - began)
+
+
+def _diagnose(h, leaking, mode, run_time, keep_objects=False,
+              capture_dir=None):
+    """leakcheck.diagnose() over more runs of the test (_BudgetedRun);
+    (diagnosis or None, a note or None).  Tracing starts one run earlier
+    than the diagnosis compares (diagnose() does that itself, and stops
+    tracing before its runs under memray): pytest replaces some of its own
+    objects every run (a log stream per phase, a stash entry), and a
+    replacement made before tracing began would read as memory the test
+    kept.
+
+    The re-runs get a budget of DIAGNOSE_BUDGET times the test's own run
+    time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
+    that would start past it (tracing makes a run ~10 times slower) is not
+    made, and the diagnosis says so.  `mode` "cheap" traces one frame deep
+    and compares one run; "off" re-runs nothing.  h.runs counts the
+    re-runs and gives each its time limit.  With `keep_objects`, the
+    diagnosis holds what the runs left alive (for the dump) until the
+    caller drops it; with `capture_dir`, memray's capture is kept there."""
+    if mode == "off":
+        return None, MSG_DIAGNOSIS_OFF
+    budget = max(settingsmod.DIAGNOSE_FLOOR,
+                 settingsmod.DIAGNOSE_BUDGET * run_time)
+    run_once = _BudgetedRun(h, budget, run_time)
+    frames, runs = ((1, 1) if mode == "cheap"
+                    else (DIAGNOSIS_FRAMES, DIAGNOSIS_RUNS))
+    started = False
+    diagnosis = None
+    try:
+        if mode == "cheap" and not tracemalloc.is_tracing():
+            tracemalloc.start(frames)
+            started = True
+            run_once()
+        diagnosis = leakcheck.diagnose(run_once, list(leaking), runs=runs,
+                                       ignore=_HARNESS,
+                                       keep_objects=keep_objects,
+                                       capture_dir=capture_dir)
+    except _OutOfBudget:
+        pass
+    except Exception:
+        return None, None
+    finally:
+        if started:
+            tracemalloc.stop()
+    return diagnosis, _budget_note(diagnosis, budget, run_time)
+
+
+def _budget_note(diagnosis, budget, run_time):
+    """MSG_DIAGNOSIS_BUDGET when the budget stopped the diagnosis (before
+    it had a result, or in one of its re-runs, which its notes tell: the
+    note then replaces those), else None."""
+    over = (f"re-running the code raised {_OutOfBudget.__name__}")
+    if diagnosis is not None and not any(n.startswith(over)
+                                         for n in diagnosis.notes):
+        return None
+    note = MSG_DIAGNOSIS_BUDGET.format(
+        budget=budget, factor=settingsmod.DIAGNOSE_BUDGET,
+        run_time=run_time)
+    if diagnosis is not None:
+        diagnosis.notes[:] = [n for n in diagnosis.notes
+                              if not n.startswith(over)] + [note]
+    return note
+
+
+def _dump(directory, item, series, diagnosis):
+    """Writes the test's dump (dropping the objects the diagnosis kept);
+    the line that says where, or why not."""
+    try:
+        path = leakcheck.write_dump(directory, item.nodeid, diagnosis,
+                                    deltas=series.deltas, ignore=_HARNESS)
+    except Exception as e:
+        diagnosis.survivors = None
+        return MSG_DUMP_FAILED.format(directory=directory,
+                                      error=f"{type(e).__name__}: {e}")
+    return MSG_DUMP.format(path=path)
+
+
+# ---- the record -----------------------------------------------------------
+
+def _record(item, state, settings, verdict, outcome, series=None,
+            reason=None, diagnosis=None, known=False):
+    path, lineno, _ = item.location
+    rec = {"id": item.nodeid, "verdict": verdict, "outcome": outcome,
+           "known": known, "reason": reason,
+           "file": path.replace(os.sep, "/"),
+           "line": None if lineno is None else lineno + 1,
+           "warmup": settings.warmup, "repeat": settings.repeat,
+           "runs": 0, "warmup_measured": False,
+           "probes": list(settings.probes), "leaking": [],
+           "deltas": {}, "thresholds": {}, "diagnosis": None,
+           "worker": state.worker_id, "unread": {}, "threads": [],
+           "test_runs": 0, "hunt_seconds": 0.0}
+    if series is not None:
+        rec.update(runs=series.runs, warmup_measured=series.warmup_measured,
+                   probes=list(series.probes),
+                   leaking=list(series.leaking),
+                   deltas={k: list(v) for k, v in series.deltas.items()},
+                   thresholds=dict(series.thresholds),
+                   unread=dict(series.unread),
+                   threads=list(series.threads))
+    if diagnosis is not None:
+        try:
+            rec["diagnosis"] = diagnosis.to_dict()
+        except Exception:
+            rec["diagnosis"] = {"text": str(diagnosis)}
+    return rec

@@ -1,0 +1,101 @@
+"""The GC freezer keeps what earlier tests left out of the snapshots'
+collections: it freezes again once they left enough, and finds that out
+without walking the objects of the heap."""
+
+from pytest_leakcheck import session
+
+# A session fixture a checked test sets up, holding many objects; the next
+# checked tests find them frozen.  Every call of gc.get_objects() made from
+# the plugin's own modules is noted: the freezer makes none.
+BIG_FIXTURE = '''
+import gc
+import os
+import sys
+
+import pytest
+
+import pytest_leakcheck
+
+HELD = 20000
+PLUGIN_DIR = os.path.dirname(pytest_leakcheck.__file__)
+_get_objects = gc.get_objects
+
+
+def _noting_get_objects(*args, **kwargs):
+    caller = sys._getframe(1).f_code.co_filename
+    if os.path.dirname(caller) == PLUGIN_DIR:
+        with open("get_objects.log", "a") as f:
+            f.write(caller + "\\n")
+    return _get_objects(*args, **kwargs)
+
+
+gc.get_objects = _noting_get_objects
+
+
+FROZEN = {}
+
+
+@pytest.fixture(scope="session")
+def big():
+    FROZEN["before"] = gc.get_freeze_count()
+    return [[i] for i in range(HELD)]
+'''
+
+TESTS = '''
+import gc
+
+import pytest
+
+from conftest import FROZEN, HELD
+
+
+@pytest.mark.noleak
+def test_first(big):
+    pass
+
+
+@pytest.mark.noleak
+@pytest.mark.parametrize("i", range({later}))
+def test_later(i):
+    pass
+
+
+@pytest.mark.noleak
+def test_frozen(big):
+    # Frozen objects die too (a few dozen per test): half is plenty.
+    assert gc.get_freeze_count() >= FROZEN["before"] + HELD // 2
+'''
+
+
+def test_what_a_checked_test_left_is_frozen_without_a_heap_walk(pytester):
+    pytester.makeconftest(BIG_FIXTURE)
+    pytester.makepyfile(test_big=TESTS.format(later=1))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    assert not (pytester.path / "get_objects.log").exists(), \
+        (pytester.path / "get_objects.log").read_text()
+
+
+def test_without_pymalloc_it_freezes_again_after_young_tests(pytester,
+                                                             monkeypatch):
+    """PYTHONMALLOC=malloc (as under valgrind): sys.getallocatedblocks()
+    counts nothing, and the freezer freezes again at the YOUNG_TESTS-th
+    checked test after its first freeze (test_first's)."""
+    monkeypatch.setenv("PYTHONMALLOC", "malloc")
+    pytester.makeconftest(BIG_FIXTURE)
+    pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 1))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=session.YOUNG_TESTS + 1)
+    assert not (pytester.path / "get_objects.log").exists()
+
+
+def test_without_pymalloc_not_frozen_before_young_tests(pytester,
+                                                        monkeypatch):
+    """The counterpart: one checked test fewer, and what test_first left
+    is not frozen yet when test_frozen runs."""
+    monkeypatch.setenv("PYTHONMALLOC", "malloc")
+    pytester.makeconftest(BIG_FIXTURE)
+    pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 2))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=session.YOUNG_TESTS - 1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_big.py::test_frozen*"])
