@@ -10,6 +10,7 @@ import pytest
 
 import leakcheck
 from leakcheck import _dump
+from leakcheck.report import dump as report_dump
 from pytest_leakcheck import settings as settingsmod
 
 LEAKY = '''
@@ -286,7 +287,7 @@ def test_a_report_and_its_format_are_json(tmp_path):
     (tmp_path / "d.leaks.jsonl").write_text(json.dumps(header) + "\n")
     data = leakcheck.load_dump(str(tmp_path / "d.leaks.jsonl"))
     assert data["objects"] == [] and data["test"] == "t"
-    assert "no surviving objects listed" in "\n".join(_dump.summary(data))
+    assert "no surviving objects listed" in "\n".join(report_dump.summary(data))
 
 
 def test_show_names_a_device_and_prints_any_type_name(pytester):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from leakcheck import _html
+from leakcheck.report import html as _html
 
 SHARD_1 = '''
 import pytest

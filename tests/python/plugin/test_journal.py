@@ -132,7 +132,7 @@ MID_JOURNAL = '''
 import os
 import signal
 
-import leakcheck.journal
+import leakcheck.report.journal
 
 _KEPT = []
 
@@ -146,7 +146,7 @@ def test_3_torn():
     def half_then_die(fd, data):
         os.write(fd, data[:len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-    leakcheck.journal._write_all = half_then_die
+    leakcheck.report.journal._write_all = half_then_die
 
 def test_4_never_runs():
     pass
@@ -181,7 +181,7 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     (pytester.path / "r.json.journal").unlink()
     pytester.makeconftest(MID_REPORT)
     pytester.makepyfile(test_torn=MID_JOURNAL.replace(
-        "leakcheck.journal._write_all = half_then_die", "pass"))
+        "leakcheck.report.journal._write_all = half_then_die", "pass"))
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
     assert result.ret == -signal.SIGKILL
     assert not (pytester.path / "r.json").exists()
