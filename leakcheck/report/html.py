@@ -27,6 +27,7 @@ leakcheck.report.commands.html.
 """
 
 import datetime
+import functools
 
 from .files import UnusableInput, write_text
 from .load import load_baseline, load_report
@@ -536,16 +537,21 @@ def page_context(reports, title=None, baseline=None):
     }
 
 
-def render(reports, title=None, baseline=None):
-    """The page's HTML text for (path, report) pairs, oldest first, with
-    the known leaks `baseline` ({test id: probes}) when given."""
+@functools.lru_cache(maxsize=None)
+def _template():
+    """The page's template, compiled once per process."""
     import jinja2
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("leakcheck", "templates"),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
         undefined=jinja2.StrictUndefined)
-    return env.get_template("report.html").render(
-        **page_context(reports, title, baseline))
+    return env.get_template("report.html")
+
+
+def render(reports, title=None, baseline=None):
+    """The page's HTML text for (path, report) pairs, oldest first, with
+    the known leaks `baseline` ({test id: probes}) when given."""
+    return _template().render(**page_context(reports, title, baseline))
 
 
 # ---- the page written ----------------------------------------------------
