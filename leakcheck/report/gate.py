@@ -176,9 +176,11 @@ class Verdict:
                                   f"finish ({reasons or 'no reason given'})")
         for t in tests.values():
             for name, entry in t.unjudged_in:
+                reason = entry.get("reason")
+                reason = (reason if isinstance(reason, str)
+                          else "leakcheck could not judge it")
                 where = f" in {name}" if several else ""
-                unfinished.append(f"NOT JUDGED {t.id}{where}: "
-                                  f"{entry['reason']}")
+                unfinished.append(f"NOT JUDGED {t.id}{where}: {reason}")
             for name, entry in t.crashed_in:
                 reason = entry.get("reason")
                 reason = reason if isinstance(reason, str) else "it crashed"

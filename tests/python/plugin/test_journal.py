@@ -194,41 +194,6 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     result.stdout.fnmatch_lines(["  LEAK test_torn.py::test_1_leaks: *"])
 
 
-def test_a_bad_journal_is_unusable_input(pytester):
-    (pytester.path / "r.json.journal").write_text(
-        '{"schema": "leakcheck-journal/1", "report": {}}\nnot json\n{}\n')
-    result = gate_cli(pytester, "r.json")
-    assert result.ret == 2
-    assert result.errlines == ["leakcheck gate: error: journal "
-                               "r.json.journal, line 2, is not valid JSON: "
-                               "Expecting value: line 1 column 1 (char 0)"]
-    (pytester.path / "r.json.journal").write_text('{"schema": "other"}\n')
-    result = gate_cli(pytester, "r.json")
-    assert result.ret == 2
-    result.stderr.fnmatch_lines(["leakcheck gate: error: journal "
-                                 "r.json.journal has schema 'other', *"])
-
-
-@pytest.mark.parametrize("lines, error", [
-    (['{"schema": "leakcheck-journal/1", "report": []}'],
-     'journal {path}, line 1, has no "report" object'),
-    (['{"schema": "leakcheck-journal/1", "report": {}}',
-      '{"record": {"id": "t.py::test_a", "verdict": "maybe"}}'],
-     "journal {path}, line 2, has verdict 'maybe', not one of "
-     + ", ".join(journal.VERDICTS)),
-    (['{"schema": "leakcheck-journal/1", "report": {}}',
-      '{"record": {"id": "t.py::test_a"}}'],
-     "journal {path}, line 2, has verdict None, not one of "
-     + ", ".join(journal.VERDICTS)),
-])
-def test_a_journal_of_the_wrong_shape_says_what(tmp_path, lines, error):
-    path = tmp_path / "r.json.journal"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(gate.UnusableInput) as e:
-        gate.load_report(str(tmp_path / "r.json"))
-    assert str(e.value) == error.format(path=path)
-
-
 SIGNALLED = '''
 import os
 import signal
@@ -336,23 +301,6 @@ def test_collection_errors_leave_a_partial_report_saying_so(pytester):
     result.stdout.fnmatch_lines(["  report r.json is partial, its run did "
                                  "not finish (interrupted: 1 error during "
                                  "collection)"])
-
-
-def test_a_held_journal_is_not_taken(tmp_path):
-    """The writer's lock: a second writer of the same journal is refused,
-    naming the first; once the first is done, the path is free again."""
-    path = str(tmp_path / "r.json.journal")
-    first = journal.Journal(path, {})
-    with pytest.raises(journal.InUse) as e:
-        journal.Journal(path, {})
-    assert e.value.strerror == journal.MSG_IN_USE.format(
-        pid=os.getpid(), host=socket.gethostname())
-    assert journal.read(path)["tests"] == []       # the first one's, intact
-    first.write({"start": "t"})
-    first.close(remove=True)
-    assert not os.path.lexists(path)
-    second = journal.Journal(path, {})
-    second.close(remove=True)
 
 
 WAITS = '''

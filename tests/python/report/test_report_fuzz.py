@@ -19,7 +19,10 @@ from leakcheck.report import (RECORD_FIELDS, REPORT_SCHEMA, UnusableInput,
 
 from report_helpers import report_of, write
 
-FUZZ = settings(max_examples=int(os.environ.get("LEAKCHECK_FUZZ_EXAMPLES", 60)), deadline=None,
+# Examples per test: a few seconds in all by default; raise it to search
+# longer (LEAKCHECK_FUZZ_EXAMPLES=2000).
+EXAMPLES = int(os.environ.get("LEAKCHECK_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=list(HealthCheck))
 
 _scalars = (st.none() | st.booleans()

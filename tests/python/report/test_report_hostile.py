@@ -11,7 +11,9 @@ and JSON values, and counts what was handled:
 import json
 import os
 import random
+import signal
 import stat
+import subprocess
 import sys
 import tempfile
 
@@ -202,6 +204,30 @@ def test_an_unwritable_page_is_refused_and_nothing_is_left(tmp_path):
         assert refused(result, "html", f"*cannot write {out}/page.html: *")
         assert (out / "page.html").read_text() == "old"
     assert sorted(os.listdir(out)) == ["page.html"]
+
+
+KILLED_WHILE_WRITING = """
+import os, signal, sys
+from leakcheck import __main__ as cli
+def die(fd):
+    os.kill(os.getpid(), signal.SIGKILL)
+os.fsync = die              # killed with the page written, not yet renamed
+cli.main(sys.argv[1:])
+"""
+
+
+def test_a_page_killed_while_written_leaves_the_old_one_whole(tmp_path):
+    path = write(tmp_path / "r.json", report_of(leak()))
+    page = tmp_path / "page.html"
+    page.write_text("the old page")
+    argv = ["html", path, "-o", str(page)]
+    killed = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING]
+                            + argv, cwd=tmp_path)    # not the source tree
+    assert killed.returncode == -signal.SIGKILL
+    assert page.read_text() == "the old page"
+    result = command(*argv)
+    assert result.status == 0
+    assert page.read_text().rstrip().endswith("</html>")
 
 
 def test_a_journal_whose_report_is_no_object_never_says_schema(tmp_path):
