@@ -31,8 +31,8 @@ those, ...), shortened; any other object reads "<TYPE object at 0x...>":
 taking the repr never runs the code under test, which could raise or hang.
 "size" is the object alone, not what it refers to.  "allocated" is the
 line that allocated it, when tracemalloc traced that (the plugin's
-diagnosis does, for the objects the collector tracks); else null.  "chain" is what keeps
-it alive, as in a diagnosis' chains (root, then one step per reference).
+diagnosis does, for the objects the collector tracks); else null.
+"chain" is what keeps it alive, as in a diagnosis' chains (root, then one step per reference).
 
 "capture" names a file beside the dump (the dump's name, ending in
 CAPTURE_SUFFIX): memray's capture of the re-runs, when memray made one

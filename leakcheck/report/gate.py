@@ -140,8 +140,9 @@ class Verdict:
                  and not is_known(known, t.id, t.leaking)]
         if fresh:
             self.status = EXIT_NEW_LEAKS
-            self.lines.append(f"leakcheck gate: {plural(len(fresh), 'new leak')}"
-                              f" ({checked}):")
+            self.lines.append(f"leakcheck gate: "
+                              f"{plural(len(fresh), 'new leak')} "
+                              f"({checked}):")
         else:
             leaks = sum(1 for t in tests.values() if t.leaks_in)
             self.lines.append(f"leakcheck gate: no new leaks ({checked}"

@@ -64,7 +64,8 @@ _PER_RUN = {"native": ("bytes", "blocks"), "native_sites": ("bytes", "blocks"),
 # added to the figures above).
 _HEADINGS = {("native", "objects"): "object file",
              ("native_sites", "objects"): "object file",
-             ("allocations", "size"): "bytes", ("allocations", "count"): "blocks"}
+             ("allocations", "size"): "bytes",
+             ("allocations", "count"): "blocks"}
 
 # Plot geometry, in SVG user units (CSS pixels).
 _PLOT_W, _PLOT_H = 230, 92

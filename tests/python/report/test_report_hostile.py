@@ -238,7 +238,7 @@ def test_a_journal_whose_report_is_no_object_never_says_schema(tmp_path):
     assert "expected" not in result.err[0]
 
 
-# ---- random input -------------------------------------------------------------
+# ---- random input ----------------------------------------------------------
 
 def _random_json(rng, depth=0):
     kind = rng.randrange(9 if depth < 4 else 6)
@@ -354,7 +354,8 @@ def main(argv=None):
           f"inputs (seed {args.seed}; each random one through gate, html "
           f"and show): {tried} tried, {tried - len(failures)} handled")
     print("random inputs, by command and exit status: " + ", ".join(
-        f"{name} {status}: {n}" for (name, status), n in sorted(tally.items())))
+        f"{name} {status}: {n}"
+        for (name, status), n in sorted(tally.items())))
     for failure in failures:
         print(f"  NOT HANDLED {failure}")
     return 1 if failures else 0

@@ -32,7 +32,8 @@ def test_a_test_entry_of_the_wrong_shape_is_unusable(tmp_path, field, value,
                                                          **{field: value})]})
     with pytest.raises(lcreport.UnusableInput) as e:
         lcreport.load_report(str(path))
-    assert str(e.value) == f"report {path}: tests[0] ('t.py::test_a') {problem}"
+    assert str(e.value) == \
+        f"report {path}: tests[0] ('t.py::test_a') {problem}"
 
 
 @pytest.mark.parametrize("key", ["environment", "settings", "probes",
