@@ -28,8 +28,6 @@ VERDICTS = lcreport.VERDICTS
 MSG_RECOVERED = ("leakcheck: the earlier run into {path} did not finish "
                  "({crashed}); its report was rebuilt from its journal")
 
-record = lcreport.record
-crashed_record = lcreport.crashed_record
 is_known = lcreport.is_known
 
 
