@@ -26,7 +26,7 @@ from .journal import (MSG_CRASHED, MSG_UNFINISHED, InUse, Journal,
 from .load import load_baseline, load_report
 from .schema import (BASELINE_SCHEMA, JOURNAL_SCHEMA, RECORD_FIELDS,
                      REPORT_ORDER, REPORT_SCHEMA, VERDICTS, crashed_record,
-                     document, is_known, judged, record, summary)
+                     document, is_known, judged, record, summary_of)
 
 __all__ = [
     "BASELINE_SCHEMA", "JOURNAL_SCHEMA", "RECORD_FIELDS", "REPORT_ORDER",
@@ -34,5 +34,5 @@ __all__ = [
     "MSG_CRASHED", "MSG_UNFINISHED", "UnusableInput", "crashed_record",
     "diagnosis_sites", "document", "is_known", "journal_path", "judged",
     "load_baseline", "load_dump", "load_report", "printable", "record",
-    "recover", "summary", "write_report",
+    "recover", "summary_of", "write_report",
 ]

@@ -32,10 +32,10 @@ compiler and no pytest.
 import os
 import sys
 
+from . import schema
 from .diagnosis import diagnosis_sites, plural
 from .files import UnusableInput, print_lines, printable, write_json
 from .load import load_baseline, load_report
-from . import schema
 from .schema import REPORT_ORDER, is_known, judged, merged
 
 EXIT_OK = 0

@@ -96,17 +96,16 @@ def record(id, verdict, outcome, *, known=False, judged=True, reason=None,
     if verdict not in VERDICTS:
         raise ValueError(f"verdict {verdict!r} is not one of "
                          f"{', '.join(VERDICTS)}")
-    rec = {"id": id, "verdict": verdict, "outcome": outcome,
-           "known": bool(known), "reason": reason, "file": file,
-           "line": line, "warmup": warmup, "repeat": repeat, "runs": runs,
-           "warmup_measured": bool(warmup_measured),
-           "probes": list(probes), "leaking": list(leaking),
-           "deltas": {k: list(v) for k, v in (deltas or {}).items()},
-           "thresholds": dict(thresholds or {}), "diagnosis": diagnosis,
-           "worker": worker, "unread": dict(unread or {}),
-           "threads": list(threads), "test_runs": test_runs,
-           "hunt_seconds": hunt_seconds, "judged": bool(judged)}
-    return rec
+    return {"id": id, "verdict": verdict, "outcome": outcome,
+             "known": bool(known), "reason": reason, "file": file,
+             "line": line, "warmup": warmup, "repeat": repeat, "runs": runs,
+             "warmup_measured": bool(warmup_measured),
+             "probes": list(probes), "leaking": list(leaking),
+             "deltas": {k: list(v) for k, v in (deltas or {}).items()},
+             "thresholds": dict(thresholds or {}), "diagnosis": diagnosis,
+             "worker": worker, "unread": dict(unread or {}),
+             "threads": list(threads), "test_runs": test_runs,
+             "hunt_seconds": hunt_seconds, "judged": bool(judged)}
 
 
 def crashed_record(test_id, reason, file=None, line=None, worker=None):
@@ -140,7 +139,7 @@ def is_known(known, test_id, leaking):
     return probes is not None and set(leaking) <= set(probes)
 
 
-def summary(records):
+def summary_of(records):
     """The "summary" of a report of `records`: tests, a count per verdict
     (in REPORT_ORDER), and the leaks the baseline knows."""
     counts = {"tests": len(records)}
@@ -175,7 +174,7 @@ def document(meta, records, running=(), reasons=(), created=None,
         "environment": meta.get("environment"),
         "settings": meta.get("settings"),
         "probes": meta.get("probes"),
-        "summary": summary(tests),
+        "summary": summary_of(tests),
         "tests": tests,
     }
 

@@ -104,10 +104,10 @@ def test_summary_counts_every_verdict_in_report_order():
     recs = [leak("a", known=True), leak("b"),
             lcreport.crashed_record("c", "died"),
             lcreport.record("d", "clean", "passed")]
-    assert schema.summary(recs) == {"tests": 4, "leak": 2, "clean": 1,
+    assert schema.summary_of(recs) == {"tests": 4, "leak": 2, "clean": 1,
                                     "error": 0, "skipped": 0, "crashed": 1,
                                     "known": 1}
-    assert list(schema.summary([]))[1:-1] == list(schema.REPORT_ORDER)
+    assert list(schema.summary_of([]))[1:-1] == list(schema.REPORT_ORDER)
 
 
 def test_document_reports_a_test_that_never_finished_as_crashed():
