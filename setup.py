@@ -25,7 +25,8 @@ setup(
     # leakcheck/templates holds data only (the HTML report's, read through
     # jinja2's PackageLoader), listed as a package so that setuptools
     # installs it without warning that it would be ignored.
-    packages=["leakcheck", "leakcheck._evidence", "leakcheck.templates",
+    packages=["leakcheck", "leakcheck._evidence", "leakcheck.report",
+              "leakcheck.report.commands", "leakcheck.templates",
               "pytest_leakcheck"],
     package_dir={"pytest_leakcheck": "pytest_plugin/pytest_leakcheck"},
     package_data={"leakcheck": ["py.typed", "*.pyi"],

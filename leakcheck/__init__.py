@@ -23,14 +23,14 @@ Failures raise LeakError (an AssertionError) whose message is the report.
 
 from . import _core, _settle
 from ._diagnose import Diagnosis, diagnose
-from ._dump import load_dump, write_dump
+from ._dump import write_dump
 from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
 from ._probes import (DEFAULT_PROBES, PROBE_NAMES, ProbeInfo, Snapshot,
                       probes, snapshot, unsupported)
 from ._verdicts import Series, repeat, scope
-from .gate import write_json as write_report
+from .report import load_dump, write_report
 
 __version__ = _core.VERSION
 

@@ -21,9 +21,9 @@ import sys
 PROG = "python -m leakcheck"
 
 COMMANDS = {
-    "gate": "leakcheck.gate",
-    "html": "leakcheck._html",
-    "show": "leakcheck._dump",
+    "gate": "leakcheck.report.commands.gate",
+    "html": "leakcheck.report.commands.html",
+    "show": "leakcheck.report.commands.show",
 }
 
 

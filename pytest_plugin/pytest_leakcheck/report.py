@@ -1,57 +1,15 @@
-"""The JSON report (schema "leakcheck-report/1"), written through its crash
-journal, and the baseline reader.
-
-A report is one JSON object:
-
-    {"schema": "leakcheck-report/1",
-     "partial": false,            # true when the run did not finish
-     "partial_reasons": [...],    # why, when partial
-     "created": "2026-01-01T00:00:00Z",
-     "environment": {python, implementation, debug_build, platform, pytest,
-                     leakcheck, workers, rootdir, run_id},
-     "settings": {hunt: "all"|"marked"|"none", warmup, repeat, probes,
-                  tolerance, thorough, baseline},
-     "probes": {name: {unit, available, reason, threshold}},
-     "summary": {"tests": n, "leak": n, "clean": n, "error": n,
-                 "skipped": n, "crashed": n, "known": n},
-     "tests": [{"id", "verdict": "leak"|"clean"|"error"|"skipped"|"crashed",
-                "outcome", "known", "reason", "file", "line", "warmup",
-                "repeat", "runs", "probes", "leaking",
-                "deltas": {probe: [int per run]}, "thresholds": {probe: int},
-                "diagnosis", "worker",
-                "unread": {probe: why it was asked for but not compared},
-                "threads": [other threads that ran while it measured],
-                "test_runs",      # times the test ran, all told
-                "hunt_seconds"},  # what they added to its first run
-               ...]}
-
-"run_id" (a string, or null) names the run the report belongs to: the
-environment variable LEAKCHECK_RUN_ID when set, else the CI's own (GitHub
-Actions' GITHUB_RUN_ID, GitLab's CI_PIPELINE_ID), shared by every shard
-and matrix job of one run.  The html command groups reports into runs
-(nights) by it; reports without it (older ones, or written outside CI
-without LEAKCHECK_RUN_ID) are grouped by their "created" times.  Readers
-that do not know it ignore it.
-
-"file" and "line" say where the test is defined (the path relative to
-"rootdir").  "diagnosis" is null or leakcheck.Diagnosis.to_dict() of the
-leak's diagnosis: "leaking", "runs", "objects", "allocations" (Python
-lines), "native" (C lines: file, line, function, objects, bytes, blocks,
-caller, via: what the line called, as PyDict_New or strdup),
-"heap_lines" (Python lines that ran when the C heap grew for good, where
-memray saw no C frame: file, line, function, bytes), "refcounts",
-"garbage", "fds" ([{"fd": number, "target": what /proc/self/fd names
-it: a path, "socket:[inode]", "pipe:[inode]", "anon_inode:[eventfd]",
-...}] the re-runs left open), "threads", "chains", "notes", "capture".
-`python -m leakcheck gate` reads it.
+"""The session's JSON report, written through its crash journal, and the
+baseline the session judges against: the plugin's side of
+leakcheck.report, which owns the report's schema (its text lists every
+field), its records (leakcheck.report.record, crashed_record), the
+journal, and the one reader of reports and baselines.
 
 While the session runs, every test's start, record and end go to the
-journal REPORT.journal at once (leakcheck.journal): a process that dies
-where nothing can write loses nothing, and whoever reads the report next
-(the gate, the html command, the next run) builds it from the journal,
-with the test that was running as "crashed".  At the end the report is
-written whole and atomically (leakcheck.write_report), then the journal is
-removed.
+journal REPORT.journal at once: a process that dies where nothing can
+write loses nothing, and whoever reads the report next (the gate, the html
+command, the next run) builds it from the journal, with the test that was
+running as "crashed".  At the end the report is written whole and
+atomically (leakcheck.write_report), then the journal is removed.
 """
 
 import os
@@ -59,30 +17,30 @@ import platform
 import sys
 
 import leakcheck
-from leakcheck import gate, journal
+import leakcheck.report as lcreport
+# The journal's names as the plugin reads them (reportmod.journal.InUse,
+# reportmod.journal.crashed_record).
+from leakcheck import journal
 
-SCHEMA = gate.REPORT_SCHEMA
-BASELINE_SCHEMA = gate.BASELINE_SCHEMA
-VERDICTS = gate.VERDICTS
+SCHEMA = lcreport.REPORT_SCHEMA
+BASELINE_SCHEMA = lcreport.BASELINE_SCHEMA
+VERDICTS = lcreport.VERDICTS
 MSG_RECOVERED = ("leakcheck: the earlier run into {path} did not finish "
                  "({crashed}); its report was rebuilt from its journal")
+
+is_known = lcreport.is_known
 
 
 def load_baseline(path):
     """Known leaks {test id: frozenset of probes} from a baseline file that
     `python -m leakcheck gate --write-baseline` wrote, or from a report,
-    read and checked by the gate.  ValueError with the reason when the
-    file is unusable."""
+    read and checked by leakcheck.report.load_baseline.  ValueError with
+    the reason when the file is unusable."""
     try:
-        known = gate.load_baseline(path)
-    except gate.UnusableInput as e:
+        known = lcreport.load_baseline(path)
+    except lcreport.UnusableInput as e:
         raise ValueError(str(e)) from None
     return {k: frozenset(v) for k, v in known.items()}
-
-
-# Whether the baseline covers every probe that leaks now: the gate's
-# decision, the one the html command makes too.
-is_known = gate.is_known
 
 
 class Report:
@@ -111,8 +69,8 @@ class Report:
         os.makedirs(os.path.dirname(os.path.abspath(self.path)),
                     exist_ok=True)
         try:
-            doc = journal.recover(self.path, leakcheck.write_report)
-        except gate.UnusableInput as e:
+            doc = lcreport.recover(self.path, leakcheck.write_report)
+        except lcreport.UnusableInput as e:
             said = f"leakcheck: ignored {e}"
         else:
             if doc is not None:
@@ -122,8 +80,8 @@ class Report:
                     path=self.path,
                     crashed=("crashed: " + ", ".join(crashed)) if crashed
                     else "; ".join(doc["partial_reasons"]))
-        jpath = journal.journal_path(self.path)
-        self.journal = journal.Journal(jpath, self.meta)
+        jpath = lcreport.journal_path(self.path)
+        self.journal = lcreport.Journal(jpath, self.meta)
         return said
 
     def _event(self, event):
@@ -157,10 +115,10 @@ class Report:
 
     def document(self):
         reasons = self.partial_reasons
-        return journal.document(
+        return lcreport.document(
             self.meta, self.records, self.running, reasons,
-            unfinished=(journal.MSG_UNFINISHED.format(reason=reasons[-1])
-                        if reasons else journal.MSG_CRASHED))
+            unfinished=(lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
+                        if reasons else lcreport.MSG_CRASHED))
 
     def write(self):
         """The final write: the report whole, then no journal.  Raises

@@ -2,8 +2,6 @@
 by leakcheck.load_dump and summarised by ``python -m leakcheck show``;
 under pytest-xdist; a folder that cannot be written; unusable dumps."""
 
-import json
-import os
 import sys
 
 import pytest
@@ -13,7 +11,6 @@ from leakcheck import _dump
 from pytest_leakcheck import settings as settingsmod
 
 LEAKY = '''
-import os
 
 _KEPT = []
 
@@ -197,51 +194,6 @@ def test_a_folder_that_cannot_be_written_is_a_usage_error(pytester, ini):
                 value=target, reason="Not a directory"))])
 
 
-@pytest.mark.parametrize("content, reason", [
-    (None, "cannot read dump {path}: No such file or directory"),
-    ("", "dump {path} is empty"),
-    ('{"schema": "leakcheck-dump/1", "objects": 1}\n{"type": "list", "si',
-     "dump {path}: line 2 is not valid JSON (a truncated file?)*"),
-    ('{"schema": "leakcheck-dump/1", "objects": 2}\n'
-     '{"type": "list", "size": 56}\n',
-     "dump {path} lists 1 objects, its header says 2 (a truncated file?)"),
-    ('{"schema": "leakcheck-report/1", "tests": []}',
-     "dump {path} has schema 'leakcheck-report/1', expected "
-     "'leakcheck-dump/1'"),
-    ("[1, 2]", "dump {path}: line 1 is not a JSON object"),
-    ("[" * 100000 + "]" * 100000,
-     "dump {path}: line 1 nests too deeply to read"),
-    ('{"schema": "leakcheck-dump/1", "deltas": [1]}',
-     'dump {path}: line 1 has "deltas" that are not lists of integers by '
-     'probe'),
-    ('{"schema": "leakcheck-dump/1", "leaking": [["blocks"]]}',
-     'dump {path}: line 1 has a "leaking" that is not a list of probe '
-     'names'),
-    ('{"schema": "leakcheck-dump/1", "objects": 5.5}',
-     'dump {path}: line 1 has an "objects" count that is not an integer'),
-    ('{"schema": "leakcheck-dump/1", "objects": 1}\n'
-     '{"type": "list", "size": 1' + "0" * 400 + '}\n',
-     'dump {path}: line 2 has no string "type" and integer "size"'),
-    ("FIFO", "dump {path} is not a regular file"),
-])
-def test_show_on_unusable_input_exits_2(pytester, content, reason):
-    """Each a line and exit 2, never a traceback, and never a wait (a FIFO
-    with no writer, /dev/zero: show hung on both)."""
-    path = pytester.path / "bad.leaks.jsonl"
-    if content == "FIFO":
-        os.mkfifo(path)
-    elif content is not None:
-        path.write_text(content)
-    result = run_cli(pytester, "show", str(path))
-    assert result.ret == 2
-    assert result.outlines == []
-    assert len(result.errlines) == 1
-    result.stderr.fnmatch_lines(["leakcheck show: error: "
-                                 + reason.format(path=path)])
-    with pytest.raises(ValueError, match="dump"):
-        leakcheck.load_dump(str(path))
-
-
 class _Loud(str):
     def __repr__(self):
         raise AssertionError("user repr called")
@@ -269,24 +221,6 @@ def test_safe_repr_never_runs_user_code():
     assert _dump.safe_repr(list(range(1000))).endswith("...")
     assert _dump.safe_size(slow) == object.__sizeof__(slow)
     assert _dump.safe_size([]) == sys.getsizeof([])
-
-
-def test_dump_names_stay_apart():
-    ids = ["a/test_x.py::test[1]", "b/test_x.py::test[1]",
-           "test_x.py::test[</script>]", "test_x.py::test[<script>]"]
-    names = {_dump.dump_name(i) for i in ids}
-    assert len(names) == len(ids)
-    assert all("/" not in n and n.endswith(_dump.SUFFIX) for n in names)
-    assert _dump.dump_name(ids[0]).startswith("test_x.py_test_1-")
-
-
-def test_a_report_and_its_format_are_json(tmp_path):
-    leakcheck  # the module is importable without pytest
-    header = {"schema": _dump.SCHEMA, "test": "t", "objects": 0}
-    (tmp_path / "d.leaks.jsonl").write_text(json.dumps(header) + "\n")
-    data = leakcheck.load_dump(str(tmp_path / "d.leaks.jsonl"))
-    assert data["objects"] == [] and data["test"] == "t"
-    assert "no surviving objects listed" in "\n".join(_dump.summary(data))
 
 
 def test_show_names_a_device_and_prints_any_type_name(pytester):

@@ -294,44 +294,6 @@ GOOD_TEST = {"id": "t.py::test_a", "verdict": "leak", "leaking": ["blocks"],
              "line": 3}
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("diagnosis", "a string", 'has a "diagnosis" that is not an object'),
-    ("diagnosis", [1], 'has a "diagnosis" that is not an object'),
-    ("deltas", [1], 'has "deltas" that are not lists of integers by probe'),
-    ("deltas", {"blocks": 5}, 'has "deltas" that are not lists of integers '
-                              'by probe'),
-    ("deltas", {"blocks": [[1]]}, 'has "deltas" that are not lists of '
-                                  'integers by probe'),
-    ("deltas", {"blocks": [10 ** 400]}, 'has "deltas" that are not lists of '
-                                        'integers by probe'),
-    ("thresholds", {"blocks": "1"}, 'has "thresholds" that are not integers '
-                                    'by probe'),
-    ("runs", 10 ** 400, 'has a "runs" that is not an integer'),
-    ("line", True, 'has a "line" that is not an integer'),
-    ("file", 3, 'has a "file" that is not a string'),
-])
-def test_a_test_entry_of_the_wrong_shape_is_unusable(tmp_path, field, value,
-                                                     problem):
-    path = tmp_path / "r.json"
-    leakcheck.write_report(str(path), {
-        "schema": gate.REPORT_SCHEMA, "tests": [dict(GOOD_TEST,
-                                                     **{field: value})]})
-    with pytest.raises(gate.UnusableInput) as e:
-        gate.load_report(str(path))
-    assert str(e.value) == f"report {path}: tests[0] ('t.py::test_a') {problem}"
-
-
-@pytest.mark.parametrize("key", ["environment", "settings", "probes",
-                                 "summary"])
-def test_a_report_part_that_is_not_an_object_is_unusable(tmp_path, key):
-    path = tmp_path / "r.json"
-    leakcheck.write_report(str(path), {"schema": gate.REPORT_SCHEMA,
-                                       "tests": [GOOD_TEST], key: "text"})
-    with pytest.raises(gate.UnusableInput) as e:
-        gate.load_report(str(path))
-    assert str(e.value) == f'report {path}: "{key}" is not an object'
-
-
 def test_the_commands_take_odd_shapes_with_exit_2_and_one_line(pytester):
     """What each command made of these before: gate --format github an
     AttributeError, html an UndefinedError from its template; a lone

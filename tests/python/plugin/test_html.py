@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from leakcheck import _html
 
 SHARD_1 = '''
 import pytest
@@ -212,36 +211,6 @@ def test_everything_shown_is_escaped(pytester):
     assert f"{evil}:3 {evil}()" in shown       # the native site's place
 
 
-def test_plot_geometry():
-    p = _html.plot("native_bytes", [65552, 0, -16], 1, "bytes", True)
-    assert [b["hit"] for b in p["bars"]] == [True, False, False]
-    assert p["top_label"] == "64K" and p["bottom_label"] == "-16"
-    assert p["bottom_y"] >= p["zero_y"] >= p["threshold_y"] >= p["top_y"]
-    bars = p["bars"]
-    assert bars[0]["y"] == p["top_y"] and bars[2]["y"] == p["zero_y"]
-
-
-@pytest.mark.parametrize("content, reason", [
-    (None, "cannot read report {path}: No such file or directory"),
-    ('{"schema": "leakcheck-report/1", "tests": [', "*is not valid JSON*"),
-    ('{"schema": "other/1"}', "report {path} has schema 'other/1'*"),
-    (b"\xff\xfe", "report {path} is not UTF-8 text"),
-])
-def test_unusable_input_exits_2(pytester, content, reason):
-    path = pytester.path / "bad.json"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    elif content is not None:
-        path.write_text(content)
-    result = run_cli(pytester, "html", str(path), "-o", "out.html")
-    assert result.ret == 2
-    assert result.outlines == []
-    assert len(result.errlines) == 1
-    result.stderr.fnmatch_lines([
-        "leakcheck html: error: " + reason.format(path=path)])
-    assert not (pytester.path / "out.html").exists()
-
-
 def test_unwritable_output_exits_2(pytester):
     path, _ = shard(pytester, "shard_two", SHARD_2)
     (pytester.path / "file").write_text("")
@@ -353,45 +322,6 @@ def test_nights_are_told_apart_by_their_run_id(pytester, monkeypatch):
                      "-o", "window.html")
     assert result.ret == 0, result.stderr.str()
     assert Page((pytester.path / "window.html").read_text()).trend == []
-
-
-# The diagnosis of the example extension's checksum leak, as a report made
-# by `pytest --leaks` over examples/ext holds it (memray's C line, with the
-# object file that holds it; tracemalloc's Python line, its figures the
-# total over the diagnosis' 2 re-runs).
-CHECKSUM_DIAGNOSIS = {
-    "leaking": ["blocks", "py_bytes", "py_allocs", "native_bytes"],
-    "runs": 2, "objects": [],
-    "allocations": [{"file": "/src/ext/test_ext_example.py", "line": 31,
-                     "size": 4096, "count": 2,
-                     "source": "assert ext.checksum(data) == 1",
-                     "traceback": [{"file": "/src/ext/test_ext_example.py",
-                                    "line": 31}]}],
-    "native": [{"file": "/src/ext/leaky.c", "line": 73,
-                "function": "checksum",
-                "caller": {"file": "/src/ext/test_ext_example.py",
-                           "line": 31, "function": "test_checksum"},
-                "via": None, "bytes": 2048, "blocks": 1,
-                "objects": ["/tmp/build/leaky.cpython-311-x86_64-linux-gnu"
-                            ".so"]}],
-    "heap_lines": [], "refcounts": [], "garbage": [], "fds": [],
-    "threads": [], "chains": [], "notes": [], "capture": None}
-
-
-def test_c_lines_name_the_object_file_and_figures_are_per_run():
-    shown = {s["title"]: s for s in _html.sections(CHECKSUM_DIAGNOSIS)}
-    c_lines = shown["Where the native memory was allocated (C lines)"]
-    assert c_lines["columns"] == ["where", "caller", "via", "bytes per run",
-                                  "blocks per run", "object file"]
-    assert c_lines["rows"] == [[
-        ["/src/ext/leaky.c:73 checksum()"],
-        ["/src/ext/test_ext_example.py:31 test_checksum()"], [""],
-        ["2,048"], ["1"], ["leaky.cpython-311-x86_64-linux-gnu.so"]]]
-    python_lines = shown["Where the surviving memory was allocated "
-                         "(Python lines)"]
-    assert python_lines["columns"][:3] == ["where", "bytes per run",
-                                           "blocks per run"]
-    assert python_lines["rows"][0][1:3] == [["2,048"], ["1"]]
 
 
 def test_the_run_id_comes_from_leakcheck_or_the_ci():

@@ -132,7 +132,7 @@ MID_JOURNAL = '''
 import os
 import signal
 
-import leakcheck.journal
+import leakcheck.report.journal
 
 _KEPT = []
 
@@ -146,7 +146,7 @@ def test_3_torn():
     def half_then_die(fd, data):
         os.write(fd, data[:len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-    leakcheck.journal._write_all = half_then_die
+    leakcheck.report.journal._write_all = half_then_die
 
 def test_4_never_runs():
     pass
@@ -181,7 +181,7 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     (pytester.path / "r.json.journal").unlink()
     pytester.makeconftest(MID_REPORT)
     pytester.makepyfile(test_torn=MID_JOURNAL.replace(
-        "leakcheck.journal._write_all = half_then_die", "pass"))
+        "leakcheck.report.journal._write_all = half_then_die", "pass"))
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
     assert result.ret == -signal.SIGKILL
     assert not (pytester.path / "r.json").exists()
@@ -192,41 +192,6 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     result = gate_cli(pytester, "r.json")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["  LEAK test_torn.py::test_1_leaks: *"])
-
-
-def test_a_bad_journal_is_unusable_input(pytester):
-    (pytester.path / "r.json.journal").write_text(
-        '{"schema": "leakcheck-journal/1", "report": {}}\nnot json\n{}\n')
-    result = gate_cli(pytester, "r.json")
-    assert result.ret == 2
-    assert result.errlines == ["leakcheck gate: error: journal "
-                               "r.json.journal, line 2, is not valid JSON: "
-                               "Expecting value: line 1 column 1 (char 0)"]
-    (pytester.path / "r.json.journal").write_text('{"schema": "other"}\n')
-    result = gate_cli(pytester, "r.json")
-    assert result.ret == 2
-    result.stderr.fnmatch_lines(["leakcheck gate: error: journal "
-                                 "r.json.journal has schema 'other', *"])
-
-
-@pytest.mark.parametrize("lines, error", [
-    (['{"schema": "leakcheck-journal/1", "report": []}'],
-     'journal {path}, line 1, has no "report" object'),
-    (['{"schema": "leakcheck-journal/1", "report": {}}',
-      '{"record": {"id": "t.py::test_a", "verdict": "maybe"}}'],
-     "journal {path}, line 2, has verdict 'maybe', not one of "
-     + ", ".join(journal.VERDICTS)),
-    (['{"schema": "leakcheck-journal/1", "report": {}}',
-      '{"record": {"id": "t.py::test_a"}}'],
-     "journal {path}, line 2, has verdict None, not one of "
-     + ", ".join(journal.VERDICTS)),
-])
-def test_a_journal_of_the_wrong_shape_says_what(tmp_path, lines, error):
-    path = tmp_path / "r.json.journal"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(gate.UnusableInput) as e:
-        gate.load_report(str(tmp_path / "r.json"))
-    assert str(e.value) == error.format(path=path)
 
 
 SIGNALLED = '''
@@ -336,23 +301,6 @@ def test_collection_errors_leave_a_partial_report_saying_so(pytester):
     result.stdout.fnmatch_lines(["  report r.json is partial, its run did "
                                  "not finish (interrupted: 1 error during "
                                  "collection)"])
-
-
-def test_a_held_journal_is_not_taken(tmp_path):
-    """The writer's lock: a second writer of the same journal is refused,
-    naming the first; once the first is done, the path is free again."""
-    path = str(tmp_path / "r.json.journal")
-    first = journal.Journal(path, {})
-    with pytest.raises(journal.InUse) as e:
-        journal.Journal(path, {})
-    assert e.value.strerror == journal.MSG_IN_USE.format(
-        pid=os.getpid(), host=socket.gethostname())
-    assert journal.read(path)["tests"] == []       # the first one's, intact
-    first.write({"start": "t"})
-    first.close(remove=True)
-    assert not os.path.lexists(path)
-    second = journal.Journal(path, {})
-    second.close(remove=True)
 
 
 WAITS = '''

@@ -20,17 +20,18 @@ of those reports is shown.
 The page is one file: its style inline, its plots inline SVG, no script,
 nothing fetched.  Jinja2 renders it with autoescaping, so whatever a report
 holds (test ids, reprs, file names) shows as text.  Reports are read by the
-gate's reader (leakcheck.gate.load_report): a missing, truncated or foreign
-file is exit 2 with one line naming it.
+one reader (leakcheck.report.load_report): a missing, truncated or foreign
+file is exit 2 with one line naming it.  The templates are package data of
+leakcheck (leakcheck/templates).  Its front end is
+leakcheck.report.commands.html.
 """
 
-import argparse
 import datetime
-import sys
+import functools
 
-from .gate import (EXIT_UNUSABLE, Test, UnusableInput, _path_argument,
-                   is_known, load_baseline, load_report, run_id_of,
-                   write_text)
+from .files import UnusableInput, write_text
+from .load import load_baseline, load_report
+from .schema import RANK, REPORT_ORDER, TIME_FORMAT, is_known, run_id_of
 
 RUN_GAP = datetime.timedelta(hours=6)
 
@@ -63,10 +64,8 @@ _PER_RUN = {"native": ("bytes", "blocks"), "native_sites": ("bytes", "blocks"),
 # added to the figures above).
 _HEADINGS = {("native", "objects"): "object file",
              ("native_sites", "objects"): "object file",
-             ("allocations", "size"): "bytes", ("allocations", "count"): "blocks"}
-# A test's verdict over a night's reports, as the gate merges them (the
-# first of Test.ORDER it has wins).
-_VERDICT_RANK = {v: len(Test.ORDER) - i for i, v in enumerate(Test.ORDER)}
+             ("allocations", "size"): "bytes",
+             ("allocations", "count"): "blocks"}
 
 # Plot geometry, in SVG user units (CSS pixels).
 _PLOT_W, _PLOT_H = 230, 92
@@ -80,7 +79,7 @@ def _created(report):
     if not isinstance(text, str):
         return None
     try:
-        return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+        return datetime.datetime.strptime(text, TIME_FORMAT)
     except ValueError:
         return None
 
@@ -138,7 +137,7 @@ def _merged_verdicts(run):
     for _, report in run:
         for rec in report["tests"]:
             old = verdicts.get(rec["id"])
-            if old is None or _VERDICT_RANK[rec["verdict"]] > _VERDICT_RANK[old]:
+            if old is None or RANK[rec["verdict"]] > RANK[old]:
                 verdicts[rec["id"]] = rec["verdict"]
     return verdicts
 
@@ -391,7 +390,7 @@ def _diagnosis_meta(diagnosis):
 # ---- the page -------------------------------------------------------------
 
 def _summary(run):
-    counts = {v: 0 for v in _VERDICT_RANK}
+    counts = {v: 0 for v in REPORT_ORDER}
     verdicts = _merged_verdicts(run)
     for v in verdicts.values():
         counts[v] += 1
@@ -441,8 +440,8 @@ def _leak_streaks(runs_verdicts):
 def _leaking_tests(run, runs_verdicts, labels, baseline=None):
     """The tests that leaked in the last run, each with the records of the
     reports it leaked in.  A leak is known when `baseline` ({test id:
-    probes}, leakcheck.gate.load_baseline()) knows it as the gate decides
-    it (leakcheck.gate.is_known, over the probes it leaks in any report of
+    probes}, leakcheck.report.load_baseline()) knows it as the gate decides
+    it (leakcheck.report.is_known, over the probes it leaks in any report of
     the run); without `baseline`, when every report says it is (the run
     had --leaks-baseline)."""
     streaks = _leak_streaks(runs_verdicts)
@@ -539,70 +538,38 @@ def page_context(reports, title=None, baseline=None):
     }
 
 
-def render(reports, title=None, baseline=None):
-    """The page's HTML text for (path, report) pairs, oldest first, with
-    the known leaks `baseline` ({test id: probes}) when given."""
+@functools.lru_cache(maxsize=None)
+def _template():
+    """The page's template, compiled once per process."""
     import jinja2
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("leakcheck", "templates"),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
         undefined=jinja2.StrictUndefined)
-    return env.get_template("report.html").render(
-        **page_context(reports, title, baseline))
+    return env.get_template("report.html")
 
 
-# ---- the command ----------------------------------------------------------
-
-HELP = ("write one self-contained HTML page of leakcheck reports: a growth "
-        "plot and the diagnosis of every leaking test, a trend over runs "
-        "(exit 2: unusable input)")
-
-
-def add_arguments(p):
-    p.add_argument("reports", metavar="REPORT", nargs="+",
-                   help="JSON files pytest --leaks-report wrote; several "
-                        "runs (nightlies) oldest first")
-    p.add_argument("-o", "--output", metavar="FILE", required=True,
-                   help="the HTML file to write")
-    p.add_argument("--title", help="the page's title")
-    p.add_argument("--baseline", metavar="FILE", type=_path_argument,
-                   help="known leaks, as for 'gate --baseline': a file "
-                        "'gate --write-baseline' wrote, or an older report; "
-                        "a leak is marked known as the gate would judge it "
-                        "(without it: as the run's --leaks-baseline did)")
+def render(reports, title=None, baseline=None):
+    """The page's HTML text for (path, report) pairs, oldest first, with
+    the known leaks `baseline` ({test id: probes}) when given."""
+    return _template().render(**page_context(reports, title, baseline))
 
 
-def main(argv=None, out=None, err=None):
-    """Runs the command as ``python -m leakcheck html`` would; returns its
-    exit status (argparse usage errors exit 2 through SystemExit)."""
-    from leakcheck.__main__ import PROG
-    p = argparse.ArgumentParser(prog=f"{PROG} html", description=HELP)
-    add_arguments(p)
-    return run(p.parse_args(argv), out=out, err=err)
+# ---- the page written ----------------------------------------------------
 
-
-def run(args, out=None, err=None):
-    """Writes the page; returns the exit status: 0, or 2 on unusable
-    input."""
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
+def write_page(report_paths, output, title=None, baseline_path=None):
+    """Reads the reports at `report_paths` (oldest first) and the baseline
+    at `baseline_path` when given, and writes their page to `output`, whole
+    or not at all; returns the reports read, [(path, report)].
+    UnusableInput (one line) when an input is unusable or `output` cannot
+    be written."""
+    reports = [(path, load_report(path)) for path in report_paths]
+    baseline = (load_baseline(baseline_path)
+                if baseline_path is not None else None)
+    text = render(reports, title, baseline)
     try:
-        reports = [(path, load_report(path)) for path in args.reports]
-        baseline = (load_baseline(args.baseline)
-                    if args.baseline is not None else None)
-        text = render(reports, args.title, baseline)
-        try:
-            # Whole or not at all: a page killed while written is no page.
-            write_text(args.output, text, errors="backslashreplace")
-        except OSError as e:
-            raise UnusableInput(f"cannot write {args.output}: "
-                                f"{e.strerror or e}")
-    except UnusableInput as e:
-        print(f"leakcheck html: error: {e}", file=err)
-        return EXIT_UNUSABLE
-    leaks = sum(1 for _, r in reports for t in r["tests"]
-                if t["verdict"] == "leak")
-    print(f"leakcheck html: wrote {args.output} ({len(reports)} report"
-          f"{'s' if len(reports) != 1 else ''}, {leaks} leak record"
-          f"{'s' if leaks != 1 else ''})", file=out)
-    return 0
+        # Whole or not at all: a page killed while written is no page.
+        write_text(output, text, errors="backslashreplace")
+    except OSError as e:
+        raise UnusableInput(f"cannot write {output}: {e.strerror or e}")
+    return reports

@@ -1,0 +1,65 @@
+"""The crash journal read and written in-process: its shapes, its lock."""
+
+import fnmatch
+import os
+import socket
+
+import pytest
+
+import leakcheck.report as lcreport
+from leakcheck.report import journal
+
+from report_helpers import command
+
+
+def test_a_bad_journal_is_unusable_input(tmp_path):
+    path = tmp_path / "r.json.journal"
+    path.write_text(
+        '{"schema": "leakcheck-journal/1", "report": {}}\nnot json\n{}\n')
+    result = command("gate", tmp_path / "r.json")
+    assert result.status == 2
+    assert result.err == [f"leakcheck gate: error: journal "
+                          f"{path}, line 2, is not valid JSON: "
+                          f"Expecting value: line 1 column 1 (char 0)"]
+    path.write_text('{"schema": "other"}\n')
+    result = command("gate", tmp_path / "r.json")
+    assert result.status == 2
+    assert fnmatch.fnmatch(result.err[0], f"leakcheck gate: error: journal "
+                                          f"{path} has schema 'other', *")
+
+
+@pytest.mark.parametrize("lines, error", [
+    (['{"schema": "leakcheck-journal/1", "report": []}'],
+     'journal {path}, line 1, has no "report" object'),
+    (['{"schema": "leakcheck-journal/1", "report": {}}',
+      '{"record": {"id": "t.py::test_a", "verdict": "maybe"}}'],
+     "journal {path}, line 2, has verdict 'maybe', not one of "
+     + ", ".join(journal.VERDICTS)),
+    (['{"schema": "leakcheck-journal/1", "report": {}}',
+      '{"record": {"id": "t.py::test_a"}}'],
+     "journal {path}, line 2, has verdict None, not one of "
+     + ", ".join(journal.VERDICTS)),
+])
+def test_a_journal_of_the_wrong_shape_says_what(tmp_path, lines, error):
+    path = tmp_path / "r.json.journal"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(lcreport.UnusableInput) as e:
+        lcreport.load_report(str(tmp_path / "r.json"))
+    assert str(e.value) == error.format(path=path)
+
+
+def test_a_held_journal_is_not_taken(tmp_path):
+    """The writer's lock: a second writer of the same journal is refused,
+    naming the first; once the first is done, the path is free again."""
+    path = str(tmp_path / "r.json.journal")
+    first = journal.Journal(path, {})
+    with pytest.raises(journal.InUse) as e:
+        journal.Journal(path, {})
+    assert e.value.strerror == journal.MSG_IN_USE.format(
+        pid=os.getpid(), host=socket.gethostname())
+    assert journal.read(path)["tests"] == []       # the first one's, intact
+    first.write({"start": "t"})
+    first.close(remove=True)
+    assert not os.path.lexists(path)
+    second = journal.Journal(path, {})
+    second.close(remove=True)
