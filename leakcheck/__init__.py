@@ -27,8 +27,8 @@ from ._dump import write_dump
 from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
-from ._probes import (DEFAULT_PROBES, PROBE_NAMES, ProbeInfo, Snapshot,
-                      probes, snapshot, unsupported)
+from ._probes import (DEFAULT_PROBES, MAX_RUNS, MAX_TOLERANCE, PROBE_NAMES,
+                      ProbeInfo, Snapshot, probes, snapshot, unsupported)
 from ._verdicts import Series, repeat, scope
 from .report import load_dump, write_report
 
@@ -43,6 +43,8 @@ __all__ = [
     "Handle",
     "PROBE_NAMES",
     "DEFAULT_PROBES",
+    "MAX_RUNS",
+    "MAX_TOLERANCE",
     "probes",
     "snapshot",
     "unsupported",

@@ -16,6 +16,7 @@ import pluggy
 import pytest
 
 import leakcheck
+import leakcheck.report as lcreport
 
 from . import neighbours
 from . import perrun
@@ -103,7 +104,8 @@ def on_report(item, report):
         # It ran, and errors: the report says why, as for any test.
         state = item.config.stash[STATE]
         report.leakcheck = _record(item, state, state.settings.defaults,
-                                   "error", outcome_of([report]), reason=bad)
+                                   "error", outcome_of([report]), reason=bad,
+                                   judged=False)
         return
     reason = item.stash.get(OPTED_OUT, None)
     if reason is not None and (report.when == "call" or (
@@ -263,7 +265,7 @@ def _judge(h, call, outcome, failure, error, run_time):
                                              f"{error}"))
         call.outcome = "failed"
         call.longrepr = msg
-        return h.record("error", "failed", reason=msg)
+        return h.record("error", "failed", reason=msg, judged=False)
     if h.series.leaked:
         return _leaked(h, call, outcome, run_time)
     return h.record("clean", outcome, series=h.series)
@@ -274,7 +276,7 @@ def _failed_again(h, call, failure):
     msg = _rerun_failed(failure, h.runs, h.runs.count)
     call.outcome = "failed"
     call.longrepr = f"{msg}\n\n{failure.longreprtext}"
-    return h.record("error", "failed", reason=msg)
+    return h.record("error", "failed", reason=msg, judged=False)
 
 
 def _leaked(h, call, outcome, run_time):
@@ -467,29 +469,24 @@ def _dump(directory, item, series, diagnosis):
 # ---- the record -----------------------------------------------------------
 
 def _record(item, state, settings, verdict, outcome, series=None,
-            reason=None, diagnosis=None, known=False):
+            reason=None, diagnosis=None, known=False, judged=True):
+    """The test's record (leakcheck.report.record): from the settings
+    before a series ran, from the series after."""
     path, lineno, _ = item.location
-    rec = {"id": item.nodeid, "verdict": verdict, "outcome": outcome,
-           "known": known, "reason": reason,
-           "file": path.replace(os.sep, "/"),
-           "line": None if lineno is None else lineno + 1,
-           "warmup": settings.warmup, "repeat": settings.repeat,
-           "runs": 0, "warmup_measured": False,
-           "probes": list(settings.probes), "leaking": [],
-           "deltas": {}, "thresholds": {}, "diagnosis": None,
-           "worker": state.worker_id, "unread": {}, "threads": [],
-           "test_runs": 0, "hunt_seconds": 0.0}
+    fields = dict(known=known, judged=judged, reason=reason,
+                  file=path.replace(os.sep, "/"),
+                  line=None if lineno is None else lineno + 1,
+                  warmup=settings.warmup, repeat=settings.repeat,
+                  probes=settings.probes, worker=state.worker_id)
     if series is not None:
-        rec.update(runs=series.runs, warmup_measured=series.warmup_measured,
-                   probes=list(series.probes),
-                   leaking=list(series.leaking),
-                   deltas={k: list(v) for k, v in series.deltas.items()},
-                   thresholds=dict(series.thresholds),
-                   unread=dict(series.unread),
-                   threads=list(series.threads))
+        fields.update(runs=series.runs, probes=series.probes,
+                      warmup_measured=series.warmup_measured,
+                      leaking=series.leaking, deltas=series.deltas,
+                      thresholds=series.thresholds, unread=series.unread,
+                      threads=series.threads)
     if diagnosis is not None:
         try:
-            rec["diagnosis"] = diagnosis.to_dict()
+            fields["diagnosis"] = diagnosis.to_dict()
         except Exception:
-            rec["diagnosis"] = {"text": str(diagnosis)}
-    return rec
+            fields["diagnosis"] = {"text": str(diagnosis)}
+    return lcreport.record(item.nodeid, verdict, outcome, **fields)

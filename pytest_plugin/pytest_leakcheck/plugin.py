@@ -15,8 +15,8 @@ until the verdict is in: after the warm-up runs, a probe leaks when it grew
 in every measured run; a clean test stops after its first measured run.  A
 leak fails the test with the series report and a diagnosis of what grew.
 
-Uses only names in leakcheck.__all__.  All session state lives in
-config.stash[STATE].
+Uses only names in leakcheck.__all__ and leakcheck.report.  All session
+state lives in config.stash[STATE].
 
 This module registers the plugin (options, markers, configuration, the
 report header) and holds the hooks pytest looks up by name, which hand

@@ -18,9 +18,6 @@ import sys
 
 import leakcheck
 import leakcheck.report as lcreport
-# The journal's names as the plugin reads them (reportmod.journal.InUse,
-# reportmod.journal.crashed_record).
-from leakcheck import journal
 
 SCHEMA = lcreport.REPORT_SCHEMA
 BASELINE_SCHEMA = lcreport.BASELINE_SCHEMA

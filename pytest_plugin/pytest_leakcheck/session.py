@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import leakcheck
+import leakcheck.report as lcreport
 
 from . import report as reportmod
 from . import settings as settingsmod
@@ -174,7 +175,7 @@ def open_report(state, config):
         environment=reportmod.environment(config, _version()))
     try:
         state.recovered = state.report.open()
-    except reportmod.journal.InUse as e:
+    except lcreport.InUse as e:
         # Refused before any test runs; the other session's report and
         # journal are left alone (no report is written at unconfigure).
         state.report = None
@@ -330,7 +331,7 @@ class SessionHooks:
         start = (self.state.report.running.get(crashitem, {})
                  if self.state.report is not None else {})
         gateway = getattr(getattr(report, "node", None), "gateway", None)
-        self.state.add(reportmod.journal.crashed_record(
+        self.state.add(lcreport.crashed_record(
             crashitem, MSG_CRASHED, start.get("file"), start.get("line"),
             getattr(gateway, "id", None)))
 

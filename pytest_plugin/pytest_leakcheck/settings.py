@@ -14,7 +14,7 @@ import typing
 import pytest
 
 import leakcheck
-from leakcheck._probes import MAX_RUNS, MAX_TOLERANCE  # the API's ranges
+from leakcheck import MAX_RUNS, MAX_TOLERANCE  # the API's ranges
 
 DEFAULT_WARMUP = 1
 DEFAULT_REPEAT = 4

@@ -3,6 +3,7 @@ and one line for the short test summary), the status word of a hunted
 test, and the summary lines at the session's end."""
 
 import leakcheck
+import leakcheck.report as lcreport
 
 from . import report as reportmod
 from . import settings as settingsmod
@@ -157,9 +158,7 @@ def summary(tr, config, state):
 def _problems(tr, recs, leaks):
     """A line per leak, and per test leakcheck itself could not judge (a
     crash, an error of its own), under a red separator."""
-    ours = [r for r in recs if r["verdict"] == "crashed"
-            or (r["verdict"] == "error"
-                and (r.get("reason") or "").startswith("leakcheck:"))]
+    ours = [r for r in recs if not lcreport.judged(r)]
     if not (leaks or ours):
         return
     tr.write_sep("=", "leakcheck", red=True, bold=True)

@@ -76,14 +76,14 @@ def test_a_bad_marker_argument_is_in_the_report(pytester, read_report):
     where = settings.WHERE_MARKER.format(
         nodeid="test_markers.py::test_huge_repeat")
     huge = recs["test_markers.py::test_huge_repeat"]
-    assert huge["verdict"] == "error"
+    assert huge["verdict"] == "error" and huge["judged"] is False
     assert huge["reason"] == settings.MSG_BAD_VALUE.format(
         where=where, problem=settings.PROBLEM_INT_MAX.format(
             name="repeat", maximum=settings.MAX_RUNS, value=int(HUGE)))
     for name in ("test_bad_repeat", "test_bad_probe", "test_huge_warmup",
                  "test_huge_tolerance", "test_huge_tolerance_of_a_probe"):
         rec = recs[f"test_markers.py::{name}"]
-        assert rec["verdict"] == "error"
+        assert rec["verdict"] == "error" and rec["judged"] is False
         assert rec["reason"].startswith("leakcheck: @pytest.mark.noleak on ")
     # The gate does not pass a run whose tests it could not judge.
     result = gate_cli(pytester, "r.json")

@@ -35,7 +35,7 @@ RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "repeat", "runs", "warmup_measured", "probes", "leaking",
                "deltas", "thresholds",
                "diagnosis", "worker", "unread", "threads", "test_runs",
-               "hunt_seconds"}
+               "hunt_seconds", "judged"}
 
 
 def test_report_schema(pytester, read_report):
@@ -74,6 +74,8 @@ def test_report_schema(pytester, read_report):
     assert recs["test_mixed.py::test_clean"]["verdict"] == "clean"
     assert recs["test_mixed.py::test_fails"]["verdict"] == "error"
     assert recs["test_mixed.py::test_skips"]["verdict"] == "skipped"
+    # A test's own failure is judged (it failed); leakcheck judged them all.
+    assert all(rec["judged"] is True for rec in recs.values())
     json.dumps(report)      # plain data all the way down
 
 

@@ -61,6 +61,7 @@ def test_a_run_over_its_budget_is_named(pytester, read_report):
     rec = read_report()[1]["test_a_run_over_its_budget_is_named.py::"
                            "test_slower_later"]
     assert rec["verdict"] == "error" and rec["reason"] == message
+    assert rec["judged"] is False
 
 
 # A module fixture that hangs, and one that tears down slowly: set up before
