@@ -203,6 +203,19 @@ core_hook_restored(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+core_blocks_check(PyObject *mod, PyObject *unused)
+{
+    int64_t counted, walked;
+    int rc = lc__python_blocks_check(&counted, &walked);
+
+    if (rc == LC_EUNAVAIL)
+        Py_RETURN_NONE;
+    if (check(rc) < 0)
+        return NULL;
+    return Py_BuildValue("(LL)", (long long)counted, (long long)walked);
+}
+
+static PyObject *
 core_is_immortal(PyObject *mod, PyObject *obj)
 {
 #if PY_VERSION_HEX >= 0x030C0000
@@ -1046,6 +1059,9 @@ static PyMethodDef core_methods[] = {
     {"hook_restored", core_hook_restored, METH_NOARGS,
      "How many times the allocator hook behind py_bytes and py_allocs was "
      "found taken out and put back."},
+    {"blocks_check", core_blocks_check, METH_NOARGS,
+     "(blocks read from the allocator hook's count, blocks walked) at one "
+     "instant, or None while snapshots walk the pools."},
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},
