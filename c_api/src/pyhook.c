@@ -297,26 +297,30 @@ count(int64_t n)
     c->allocs += n;
 }
 
+/* `n` allocations and `bytes` more, of which `pymalloc` allocations in
+ * pymalloc's domains. */
 static inline void
-count_bytes(int64_t n, int64_t bytes)
+count_in(int64_t n, int64_t bytes, int64_t pymalloc)
 {
     lc__counts *c = my_counts;
     if (c == NULL && (c = counts_slow()) == NULL)
         return;
     c->allocs += n;
     c->bytes += bytes;
+    c->pymalloc += pymalloc;
+}
+
+static inline void
+count_bytes(int64_t n, int64_t bytes)
+{
+    count_in(n, bytes, 0);
 }
 
 /* A call of pymalloc's domains: `n` allocations and `bytes` more. */
 static inline void
 count_forward(int64_t n, int64_t bytes)
 {
-    lc__counts *c = my_counts;
-    if (c == NULL && (c = counts_slow()) == NULL)
-        return;
-    c->allocs += n;
-    c->bytes += bytes;
-    c->pymalloc += n;
+    count_in(n, bytes, n);
 }
 
 /* ---- the table ---- */
