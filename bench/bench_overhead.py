@@ -7,12 +7,16 @@ it little.
 
     python bench/bench_overhead.py [--tests 1000] [--heap OBJECTS]
                                    [--rounds 5] [--python PATH]
-                                   [--all-plugins]
+                                   [--against PATH] [--all-plugins]
 
 --heap OBJECTS adds a session-scoped autouse fixture holding that many
 GC-tracked containers (empty lists, in one list): a process whose heap is
 large, to see whether a snapshot's cost grows with it.  --python runs the
 pytest of another interpreter (its environment needs leakcheck installed).
+--against PATH adds a third configuration to each round: --leaks run by
+another interpreter of the same version with another build of leakcheck
+installed (the version before a change, say), so that both are measured
+under the same load and compared with the same plain runs.
 
 Printed: the CPU seconds of each configuration, the overhead per test in ms
 ((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU time of
@@ -91,7 +95,7 @@ def write_conftest(directory, heap):
         f.write(CONFTEST.format(heap=heap_code))
 
 
-def run(python, directory, args, marks_path, autoload):
+def run(directory, python, args, marks_path, autoload):
     """(CPU seconds of the pytest process, its marks) of one run."""
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "-p", "no:randomly", *NOT_MEASURED, *args, directory]
@@ -139,6 +143,9 @@ def main(argv=None):
                    help="GC-tracked containers a session fixture holds")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--python", default=sys.executable, metavar="PATH")
+    p.add_argument("--against", metavar="PATH",
+                   help="another interpreter whose --leaks runs join "
+                        "each round")
     p.add_argument("--all-plugins", action="store_true",
                    help="load every installed pytest plugin, not only "
                         "leakcheck's")
@@ -148,13 +155,16 @@ def main(argv=None):
         write_conftest(d, args.heap)
         marks_path = os.path.join(d, "marks.json")
         report = os.path.join(d, "leaks-report.json")
-        configs = {"plain": [], "--leaks": ["--leaks",
-                                            f"--leaks-report={report}"]}
+        leaks = ["--leaks", f"--leaks-report={report}"]
+        configs = {"plain": (args.python, []),
+                   "--leaks": (args.python, leaks)}
+        if args.against:
+            configs["against"] = (args.against, ["--leaks"])
         cpu = {name: [] for name in configs}
         marks = {name: [] for name in configs}
         for _ in range(args.rounds):
-            for name, extra in configs.items():
-                seconds, m = run(args.python, d, extra, marks_path,
+            for name, (python, extra) in configs.items():
+                seconds, m = run(d, python, extra, marks_path,
                                  args.all_plugins)
                 cpu[name].append(seconds)
                 marks[name].append(one_time(m))
@@ -172,15 +182,20 @@ def main(argv=None):
                                     for col in zip(*marks[name]))
             print(f"{name:>9} {statistics.median(cpu[name]):8.3f} "
                   f"{first:9.1f} {last:8.2f} {session:9.3f}")
-        per_test = (statistics.median(cpu["--leaks"]) -
-                    statistics.median(cpu["plain"])) / tests * 1000
-        print(f"overhead per test: {per_test:.3f} ms CPU "
-              f"(rounds: {', '.join('%.3f' % x for x in cpu['--leaks'])} "
-              f"vs {', '.join('%.3f' % x for x in cpu['plain'])} s)")
-        session = (statistics.median(m[2] for m in marks["--leaks"]) -
-                   statistics.median(m[2] for m in marks["plain"]))
-        print(f"overhead per test, session CPU only: "
-              f"{session / tests * 1000:.3f} ms")
+        if args.against:
+            print(f"against: {args.against}")
+        print("rounds, cpu s: " + "; ".join(
+            f"{name} {', '.join('%.3f' % x for x in cpu[name])}"
+            for name in configs))
+        for name in configs:
+            if name == "plain":
+                continue
+            per_test = (statistics.median(cpu[name]) -
+                        statistics.median(cpu["plain"])) / tests * 1000
+            session = (statistics.median(m[2] for m in marks[name]) -
+                       statistics.median(m[2] for m in marks["plain"]))
+            print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
+                  f"(session CPU only: {session / tests * 1000:.3f} ms)")
         print(f"--leaks report: {n} tests, all clean, {once} ran once")
 
 
