@@ -63,8 +63,8 @@
  * over it at the next snapshot, so that its own bookkeeping is not
  * counted (see `gate`).
  *
- * Under "pymalloc" a third counter, `pymalloc`, is allocations minus frees
- * in the mem and object domains alone: what sys.getallocatedblocks()
+ * Under "pymalloc" and "pymalloc_debug" a third counter, `pymalloc`, is
+ * allocations minus frees in the mem and object domains alone: what sys.getallocatedblocks()
  * counts (pymalloc's small blocks in its pools, and the blocks it handed
  * on to PyMem_RawMalloc, which it counts apart: `raw_allocated_blocks`;
  * resizing a block from one kind to the other moves neither count).  The
@@ -154,6 +154,7 @@ static size_t pool_left;       /* free generations from `pool` on         */
 static int installed;          /* generations used; written with the GIL  */
 static int restored;           /* domains put back, all generations       */
 static int pymalloc_counted;   /* 1: `pymalloc` counts what pymalloc has  */
+static int debug_on_pymalloc;  /* 1: CPython's debug hooks over pymalloc  */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
 
@@ -729,6 +730,14 @@ debug_bytes(int d, const void *ptr)
 
 #define DEBUG_BYTES(d, n) (TRACKED(d, n) ? (int64_t)(n) : 0)
 
+/* Under "pymalloc_debug" each call of the mem and object domains is one
+ * call of pymalloc below the debug hooks: counted as forward_* count. */
+static inline void
+count_debug(const void *ctx, int64_t n, int64_t bytes)
+{
+    count_in(n, bytes, DOMAIN(ctx) != LC__DOMAIN_RAW ? n : 0);
+}
+
 static void *
 debug_malloc(void *ctx, size_t size)
 {
@@ -740,7 +749,7 @@ debug_malloc(void *ctx, size_t size)
     in_hook = 1;
     p = a->malloc(a->ctx, size);
     if (p != NULL)
-        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), size));
+        count_debug(ctx, 1, DEBUG_BYTES(DOMAIN(ctx), size));
     in_hook = 0;
     return p;
 }
@@ -756,7 +765,7 @@ debug_calloc(void *ctx, size_t nelem, size_t elsize)
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL)                  /* p != NULL: no overflow */
-        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), nelem * elsize));
+        count_debug(ctx, 1, DEBUG_BYTES(DOMAIN(ctx), nelem * elsize));
     in_hook = 0;
     return p;
 }
@@ -774,7 +783,8 @@ debug_realloc(void *ctx, void *ptr, size_t new_size)
     old = ptr != NULL ? debug_bytes(DOMAIN(ctx), ptr) : 0;
     p = a->realloc(a->ctx, ptr, new_size);
     if (p != NULL)
-        count_bytes(ptr == NULL, DEBUG_BYTES(DOMAIN(ctx), new_size) - old);
+        count_debug(ctx, ptr == NULL,
+                    DEBUG_BYTES(DOMAIN(ctx), new_size) - old);
     in_hook = 0;
     return p;
 }
@@ -789,7 +799,7 @@ debug_free(void *ctx, void *ptr)
         return;
     }
     in_hook = 1;
-    count_bytes(-1, -debug_bytes(DOMAIN(ctx), ptr));
+    count_debug(ctx, -1, -debug_bytes(DOMAIN(ctx), ptr));
     a->free(a->ctx, ptr);
     in_hook = 0;
 }
@@ -894,6 +904,7 @@ choose_hooks(const lc__allocator *hooks[LC__DOMAINS])
                strcmp(name, "malloc_debug") == 0) {
         for (d = 0; d < LC__DOMAINS; d++)
             hooks[d] = &debug_hooks;
+        debug_on_pymalloc = strcmp(name, "pymalloc_debug") == 0;
     }
 }
 
@@ -984,12 +995,14 @@ install_unlocked(lc__get_alloc_fn get, lc__set_alloc_fn set,
     return LC_OK;
 }
 
-/* 1 when `hooks` has pymalloc's domains (mem and object) forwarded: the
- * hooks chosen when pymalloc serves them. */
+/* 1 when `hooks` has pymalloc's domains (mem and object) forwarded, or
+ * under the debug hooks over pymalloc: the hooks that count its calls. */
 static int
 counts_pymalloc(const lc__allocator *hooks[LC__DOMAINS])
 {
-    return hooks[1] == &forward_hooks && hooks[2] == &forward_hooks;
+    return (hooks[1] == &forward_hooks && hooks[2] == &forward_hooks) ||
+           (debug_on_pymalloc && hooks[1] == &debug_hooks &&
+            hooks[2] == &debug_hooks);
 }
 
 /* Installs the hook the first time; later, puts a gate over a hook that

@@ -19,7 +19,8 @@ def counted_and_walked():
     found = _core.blocks_check()
     if found is None:
         pytest.skip("the allocator hook does not count pymalloc's blocks "
-                    "here (another allocator, or CPython's debug hooks)")
+                    "here (pymalloc does not serve the mem and object "
+                    "domains, or a hook runs under ours)")
     return found
 
 
