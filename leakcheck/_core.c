@@ -192,6 +192,19 @@ core_hook_restored(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+core_blocks_check(PyObject *mod, PyObject *unused)
+{
+    int64_t counted, walked;
+    int rc = lc__python_blocks_check(&counted, &walked);
+
+    if (rc == LC_EUNAVAIL)
+        Py_RETURN_NONE;
+    if (check(rc) < 0)
+        return NULL;
+    return Py_BuildValue("(LL)", (long long)counted, (long long)walked);
+}
+
+static PyObject *
 core_is_immortal(PyObject *mod, PyObject *obj)
 {
 #if PY_VERSION_HEX >= 0x030C0000
@@ -234,6 +247,152 @@ core_retarget(PyObject *mod, PyObject *args)
     for (i = 0; i < n; i++) {
         Py_INCREF(new_);
         Py_DECREF(old);      /* old is still held by the caller: never 0 */
+    }
+    return PyLong_FromSsize_t(n);
+}
+
+/* ---- settling's loops --------------------------------------------------- */
+
+/*
+ * Two loops of leakcheck._settle.settle(), which runs before every
+ * snapshot, over every ABC and every module: here they cost a few
+ * nanoseconds an item.  Each clears what settle() cleared before, by the
+ * same call; they only skip what holds nothing.
+ */
+
+static PyObject *str_abc_impl;          /* "_abc_impl", interned at import  */
+static PyObject *str_warningregistry;   /* "__warningregistry__"            */
+
+/* The layout of _abc's _abc_data (Modules/_abc.c, unchanged from 3.7 on):
+ * settle() checks it against _abc._get_dump() before relying on it. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *registry;         /* a set of weak references, or NULL        */
+    PyObject *cache;            /* the same                                 */
+    PyObject *negative_cache;   /* the same                                 */
+    unsigned long long negative_cache_version;
+} abc_data;
+
+/* 1 when one of an ABC's two caches holds something, 0 when both are
+ * empty, -1 when that cannot be read (not the C abc's data). */
+static int
+abc_cached(PyObject *cls)
+{
+    PyObject *dict, *impl;
+    abc_data *d;
+
+    if (!PyType_Check(cls))
+        return -1;
+    dict = ((PyTypeObject *)cls)->tp_dict;
+    impl = dict != NULL && PyDict_CheckExact(dict)
+               ? PyDict_GetItemWithError(dict, str_abc_impl)
+               : NULL;
+    if (impl == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (strcmp(Py_TYPE(impl)->tp_name, "_abc._abc_data") != 0)
+        return -1;
+    d = (abc_data *)impl;
+    if ((d->cache != NULL && !PySet_Check(d->cache)) ||
+        (d->negative_cache != NULL && !PySet_Check(d->negative_cache)))
+        return -1;
+    return (d->cache != NULL && PySet_GET_SIZE(d->cache) > 0) ||
+           (d->negative_cache != NULL &&
+            PySet_GET_SIZE(d->negative_cache) > 0);
+}
+
+static PyObject *
+core_abc_cache_sizes(PyObject *mod, PyObject *cls)
+{
+    int cached = abc_cached(cls);
+    abc_data *d;
+
+    if (cached < 0)
+        Py_RETURN_NONE;
+    d = (abc_data *)PyDict_GetItemWithError(((PyTypeObject *)cls)->tp_dict,
+                                            str_abc_impl);
+    return Py_BuildValue(
+        "(nn)", d->cache != NULL ? PySet_GET_SIZE(d->cache) : 0,
+        d->negative_cache != NULL ? PySet_GET_SIZE(d->negative_cache) : 0);
+}
+
+/* The class a weak reference names (a new reference), or NULL. */
+static PyObject *
+deref(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj = NULL;
+    if (PyWeakref_GetRef(ref, &obj) < 0)
+        PyErr_Clear();
+    return obj;
+#else
+    PyObject *obj = PyWeakref_GetObject(ref);
+    if (obj == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (obj == Py_None)
+        return NULL;
+    Py_INCREF(obj);
+    return obj;
+#endif
+}
+
+static PyObject *
+core_abc_reset(PyObject *mod, PyObject *args)
+{
+    PyObject *refs, *reset;
+    Py_ssize_t i, n = 0;
+
+    if (!PyArg_ParseTuple(args, "O!O:abc_reset", &PyTuple_Type, &refs,
+                          &reset))
+        return NULL;
+    for (i = 0; i < PyTuple_GET_SIZE(refs); i++) {
+        PyObject *ref = PyTuple_GET_ITEM(refs, i), *cls, *r;
+        if (!PyWeakref_Check(ref) || (cls = deref(ref)) == NULL)
+            continue;
+        if (abc_cached(cls) != 0) {
+            r = PyObject_CallOneArg(reset, cls);
+            if (r == NULL) {
+                Py_DECREF(cls);
+                return NULL;
+            }
+            Py_DECREF(r);
+            n++;
+        }
+        Py_DECREF(cls);
+    }
+    return PyLong_FromSsize_t(n);
+}
+
+static PyObject *
+core_clear_registries(PyObject *mod, PyObject *namespaces)
+{
+    Py_ssize_t i, n = 0;
+
+    if (!PyTuple_Check(namespaces)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "clear_registries: a tuple of dicts expected");
+        return NULL;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(namespaces); i++) {
+        PyObject *ns = PyTuple_GET_ITEM(namespaces, i), *registry;
+        if (!PyDict_CheckExact(ns))
+            continue;
+        registry = PyDict_GetItemWithError(ns, str_warningregistry);
+        if (registry == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            continue;
+        }
+        if (PyDict_CheckExact(registry)) {
+            /* Clearing can run finalizers that touch the namespace. */
+            Py_INCREF(registry);
+            PyDict_Clear(registry);
+            Py_DECREF(registry);
+            n++;
+        }
     }
     return PyLong_FromSsize_t(n);
 }
@@ -1057,6 +1216,19 @@ static PyMethodDef core_methods[] = {
     {"hook_restored", core_hook_restored, METH_NOARGS,
      "How many times the allocator hook behind py_bytes and py_allocs was "
      "found taken out and put back."},
+    {"blocks_check", core_blocks_check, METH_NOARGS,
+     "(blocks read from the allocator hook's count, blocks walked) at one "
+     "instant, or None while snapshots walk the pools."},
+    {"abc_reset", core_abc_reset, METH_VARARGS,
+     "abc_reset(refs, reset) -> n: calls reset(cls) for each live class "
+     "of the weak references refs whose ABC caches are not both empty, or "
+     "cannot be read (settling's use only)."},
+    {"abc_cache_sizes", core_abc_cache_sizes, METH_O,
+     "(len of the cache, len of the negative cache) of an ABC as the C abc "
+     "module lays them out, or None."},
+    {"clear_registries", core_clear_registries, METH_O,
+     "clear_registries(namespaces) -> n: empties the __warningregistry__ "
+     "dict of each namespace (settling's use only)."},
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},
@@ -1081,6 +1253,13 @@ PyInit__core(void)
 
     if (PyType_Ready(&Snapshot_Type) < 0 || PyType_Ready(&Scope_Type) < 0 ||
         PyType_Ready(&Series_Type) < 0)
+        return NULL;
+    if (str_abc_impl == NULL &&
+        (str_abc_impl = PyUnicode_InternFromString("_abc_impl")) == NULL)
+        return NULL;
+    if (str_warningregistry == NULL &&
+        (str_warningregistry =
+             PyUnicode_InternFromString("__warningregistry__")) == NULL)
         return NULL;
     m = PyModule_Create(&core_module);
     if (m == NULL)

@@ -65,7 +65,6 @@ import sys
 import types
 import weakref
 from collections import deque
-from itertools import compress, repeat
 from abc import ABC, ABCMeta
 
 from . import _core
@@ -448,6 +447,53 @@ def _deactivate_opcache():
             _opcache.offset = None
 
 
+def _abc_layout_known():
+    """Whether _core reads the C abc module's two caches of an ABC as
+    _abc._get_dump() shows them: in a throwaway ABC, empty, then with an
+    entry in each, then reset.  Only then may settling skip the ABCs whose
+    caches are both empty (see _reset_abc_caches)."""
+    try:
+        from _abc import _get_dump
+    except ImportError:                 # pragma: no cover (_py_abc)
+        return False
+
+    class Probe(ABC):
+        pass
+
+    class Sub(Probe):
+        pass
+
+    class Other:
+        pass
+
+    def sizes():
+        _, cache, negative, _ = _get_dump(Probe)
+        return len(cache), len(negative)
+
+    seen = [(_core.abc_cache_sizes(Probe), sizes())]
+    issubclass(Sub, Probe)              # the cache
+    issubclass(Other, Probe)            # the negative cache
+    seen.append((_core.abc_cache_sizes(Probe), sizes()))
+    _reset_caches(Probe)
+    seen.append((_core.abc_cache_sizes(Probe), sizes()))
+    return [read for read, _ in seen] == [dumped for _, dumped in seen] \
+        == [(0, 0), (1, 1), (0, 0)]
+
+
+_abc_readable = False
+
+
+def _reset_abc_caches(abcs):
+    """Resets the caches of the ABCs of `abcs` (weak references), as
+    _abc._reset_caches does; where the layout of the C abc's data is known,
+    only of those whose caches hold something (resetting an empty cache
+    changes nothing), in a loop that costs a few nanoseconds an ABC."""
+    if _abc_readable:
+        _core.abc_reset(abcs, _reset_caches)
+    else:
+        _exhaust(map(_reset_caches, filter(_not_none, map(_deref, abcs))))
+
+
 _plan = None
 _exhaust = deque(maxlen=0).extend
 _deref = weakref.ref.__call__
@@ -457,9 +503,13 @@ _not_none = functools.partial(operator.is_not, None)
 def settle():
     """Clears the first-use caches of the interpreter and the standard
     library.  Never raises for a cache it cannot clear."""
-    global _plan
+    global _plan, _abc_readable
     modules = sys.modules
     if _plan is None:
+        try:
+            _abc_readable = _abc_layout_known()
+        except Exception:
+            _abc_readable = False
         # A collection untracks the tuples and dicts that hold nothing to
         # track, but a container of one untracked in the same pass only in
         # the next: in a process never collected before, the second
@@ -482,22 +532,19 @@ def settle():
         except Exception:
             pass
     _clear_linecache(modules.get("linecache"))
-    # The loops over every ABC and every module run in C (map, filter,
-    # compress): settling runs before every snapshot.
+    # The loops over every ABC and every module run in C: settling runs
+    # before every snapshot.
     try:
-        _exhaust(map(_reset_caches, filter(_not_none,
-                                           map(_deref, plan.abcs))))
+        _reset_abc_caches(plan.abcs)
     except Exception:
         pass
     # warnings.warn() makes a __warningregistry__ in the module it blames
     # and adds an entry per distinct warning.  Emptied, not deleted: adding
     # and deleting a key now and then resizes the module's namespace.
-    namespaces = plan.namespaces
-    for namespace in list(compress(namespaces, map(
-            dict.__contains__, namespaces, repeat("__warningregistry__")))):
-        registry = namespace.get("__warningregistry__")
-        if type(registry) is dict:
-            registry.clear()
+    try:
+        _core.clear_registries(plan.namespaces)
+    except Exception:
+        pass
     _flush_std_streams()
     clear_type_cache()          # last: the steps above look attributes up
 

@@ -94,7 +94,14 @@ int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
 int lc__pyhook_install(void *get_allocator, void *set_allocator);
 /* How many times a domain's hook was put back since the process began. */
 int lc__pyhook_restored(void);
-void lc__pyhook_read(int64_t *bytes, int64_t *allocs);
+/* `pymalloc`: allocations minus frees in pymalloc's domains since the
+ * hooks in place went in; returns 1 when they count those, else 0. */
+int lc__pyhook_read(int64_t *bytes, int64_t *allocs, int64_t *pymalloc);
+/* For the tests: pymalloc's live blocks as a snapshot reads them from the
+ * hook's count and as sys.getallocatedblocks() walks them, at one instant.
+ * LC_EUNAVAIL when snapshots walk (no hook counting them, or no snapshot
+ * has learnt the offset yet). */
+int lc__python_blocks_check(int64_t *counted, int64_t *walked);
 
 /* ---- shared by scope.c and series.c ---- */
 

@@ -63,6 +63,13 @@
  * over it at the next snapshot, so that its own bookkeeping is not
  * counted (see `gate`).
  *
+ * Under "pymalloc" and "pymalloc_debug" a third counter, `pymalloc`, is
+ * allocations minus frees in the mem and object domains alone: what sys.getallocatedblocks()
+ * counts (pymalloc's small blocks in its pools, and the blocks it handed
+ * on to PyMem_RawMalloc, which it counts apart: `raw_allocated_blocks`;
+ * resizing a block from one kind to the other moves neither count).  The
+ * blocks probe is read from it without walking the pools (python.c).
+ *
  * So py_bytes is "usable bytes of live large and raw blocks" under the
  * release allocators, "requested bytes" under the debug hooks; its value
  * is relative to the install (it can be negative), its deltas are exact.
@@ -118,6 +125,7 @@ static struct {
 typedef struct lc__counts {
     int64_t allocs;            /* allocations minus frees by this thread  */
     int64_t bytes;             /* bytes added minus removed (no table)    */
+    int64_t pymalloc;          /* the same, of pymalloc's domains alone   */
     struct lc__counts *next;   /* all blocks, for readers; under reg_lock */
     int in_use;                /* 0: free for a new thread; under reg_lock */
 } lc__counts;
@@ -145,6 +153,8 @@ static lc__generation *pool;   /* the next free generation, or NULL       */
 static size_t pool_left;       /* free generations from `pool` on         */
 static int installed;          /* generations used; written with the GIL  */
 static int restored;           /* domains put back, all generations       */
+static int pymalloc_counted;   /* 1: `pymalloc` counts what pymalloc has  */
+static int debug_on_pymalloc;  /* 1: CPython's debug hooks over pymalloc  */
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
 
@@ -288,14 +298,30 @@ count(int64_t n)
     c->allocs += n;
 }
 
+/* `n` allocations and `bytes` more, of which `pymalloc` allocations in
+ * pymalloc's domains. */
 static inline void
-count_bytes(int64_t n, int64_t bytes)
+count_in(int64_t n, int64_t bytes, int64_t pymalloc)
 {
     lc__counts *c = my_counts;
     if (c == NULL && (c = counts_slow()) == NULL)
         return;
     c->allocs += n;
     c->bytes += bytes;
+    c->pymalloc += pymalloc;
+}
+
+static inline void
+count_bytes(int64_t n, int64_t bytes)
+{
+    count_in(n, bytes, 0);
+}
+
+/* A call of pymalloc's domains: `n` allocations and `bytes` more. */
+static inline void
+count_forward(int64_t n, int64_t bytes)
+{
+    count_in(n, bytes, n);
 }
 
 /* ---- the table ---- */
@@ -626,7 +652,7 @@ forward_malloc(void *ctx, size_t size)
     nest.out = NULL;
     p = a->malloc(a->ctx, size);
     if (p != NULL)
-        count_bytes(1, p == nest.out ? usable(p) : 0);
+        count_forward(1, p == nest.out ? usable(p) : 0);
     in_hook = 0;
     return p;
 }
@@ -643,7 +669,7 @@ forward_calloc(void *ctx, size_t nelem, size_t elsize)
     nest.out = NULL;
     p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL)
-        count_bytes(1, p == nest.out ? usable(p) : 0);
+        count_forward(1, p == nest.out ? usable(p) : 0);
     in_hook = 0;
     return p;
 }
@@ -664,8 +690,8 @@ forward_realloc(void *ctx, void *ptr, size_t new_size)
     p = a->realloc(a->ctx, ptr, new_size);
     nest.resizing = 0;
     if (p != NULL)
-        count_bytes(ptr == NULL, (p == nest.out ? usable(p) : 0) -
-                                     (int64_t)nest.freed);
+        count_forward(ptr == NULL, (p == nest.out ? usable(p) : 0) -
+                                       (int64_t)nest.freed);
     in_hook = 0;
     return p;
 }
@@ -685,7 +711,7 @@ forward_free(void *ctx, void *ptr)
     nest.resizing = 1;
     a->free(a->ctx, ptr);
     nest.resizing = 0;
-    count_bytes(-1, -(int64_t)nest.freed);
+    count_forward(-1, -(int64_t)nest.freed);
     in_hook = 0;
 }
 
@@ -704,6 +730,14 @@ debug_bytes(int d, const void *ptr)
 
 #define DEBUG_BYTES(d, n) (TRACKED(d, n) ? (int64_t)(n) : 0)
 
+/* Under "pymalloc_debug" each call of the mem and object domains is one
+ * call of pymalloc below the debug hooks: counted as forward_* count. */
+static inline void
+count_debug(const void *ctx, int64_t n, int64_t bytes)
+{
+    count_in(n, bytes, DOMAIN(ctx) != LC__DOMAIN_RAW ? n : 0);
+}
+
 static void *
 debug_malloc(void *ctx, size_t size)
 {
@@ -715,7 +749,7 @@ debug_malloc(void *ctx, size_t size)
     in_hook = 1;
     p = a->malloc(a->ctx, size);
     if (p != NULL)
-        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), size));
+        count_debug(ctx, 1, DEBUG_BYTES(DOMAIN(ctx), size));
     in_hook = 0;
     return p;
 }
@@ -731,7 +765,7 @@ debug_calloc(void *ctx, size_t nelem, size_t elsize)
     in_hook = 1;
     p = a->calloc(a->ctx, nelem, elsize);
     if (p != NULL)                  /* p != NULL: no overflow */
-        count_bytes(1, DEBUG_BYTES(DOMAIN(ctx), nelem * elsize));
+        count_debug(ctx, 1, DEBUG_BYTES(DOMAIN(ctx), nelem * elsize));
     in_hook = 0;
     return p;
 }
@@ -749,7 +783,8 @@ debug_realloc(void *ctx, void *ptr, size_t new_size)
     old = ptr != NULL ? debug_bytes(DOMAIN(ctx), ptr) : 0;
     p = a->realloc(a->ctx, ptr, new_size);
     if (p != NULL)
-        count_bytes(ptr == NULL, DEBUG_BYTES(DOMAIN(ctx), new_size) - old);
+        count_debug(ctx, ptr == NULL,
+                    DEBUG_BYTES(DOMAIN(ctx), new_size) - old);
     in_hook = 0;
     return p;
 }
@@ -764,7 +799,7 @@ debug_free(void *ctx, void *ptr)
         return;
     }
     in_hook = 1;
-    count_bytes(-1, -debug_bytes(DOMAIN(ctx), ptr));
+    count_debug(ctx, -1, -debug_bytes(DOMAIN(ctx), ptr));
     a->free(a->ctx, ptr);
     in_hook = 0;
 }
@@ -869,6 +904,7 @@ choose_hooks(const lc__allocator *hooks[LC__DOMAINS])
                strcmp(name, "malloc_debug") == 0) {
         for (d = 0; d < LC__DOMAINS; d++)
             hooks[d] = &debug_hooks;
+        debug_on_pymalloc = strcmp(name, "pymalloc_debug") == 0;
     }
 }
 
@@ -959,6 +995,16 @@ install_unlocked(lc__get_alloc_fn get, lc__set_alloc_fn set,
     return LC_OK;
 }
 
+/* 1 when `hooks` has pymalloc's domains (mem and object) forwarded, or
+ * under the debug hooks over pymalloc: the hooks that count its calls. */
+static int
+counts_pymalloc(const lc__allocator *hooks[LC__DOMAINS])
+{
+    return (hooks[1] == &forward_hooks && hooks[2] == &forward_hooks) ||
+           (debug_on_pymalloc && hooks[1] == &debug_hooks &&
+            hooks[2] == &debug_hooks);
+}
+
 /* Installs the hook the first time; later, puts a gate over a hook that
  * now sits on top of ours, and puts ours back where it was taken out.
  * When every domain is installed or put back, the hooks are chosen for
@@ -980,7 +1026,9 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
         if (pthread_key_create(&counts_key, release_counts) != 0)
             return LC_ESYS;
         choose_hooks(back);
-        return install_unlocked(get, set, back);
+        if ((rc = install_unlocked(get, set, back)) == LC_OK)
+            pymalloc_counted = counts_pymalloc(back);
+        return rc;
     }
     for (d = 0; d < LC__DOMAINS; d++) {
         int where = on_path(get, d);
@@ -999,6 +1047,12 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
         choose_hooks(back);
     if ((rc = install_unlocked(get, set, back)) != LC_OK)
         return rc;
+    /* A domain put back alone runs the table's hooks, which do not count
+     * pymalloc's blocks apart; all three put back count them afresh. */
+    pymalloc_counted = missing == LC__DOMAINS
+                           ? counts_pymalloc(back)
+                           : pymalloc_counted && back[1] == NULL &&
+                                 back[2] == NULL;
     restored += missing;
     return 1;
 }
@@ -1009,20 +1063,23 @@ lc__pyhook_restored(void)
     return restored;
 }
 
-void
-lc__pyhook_read(int64_t *bytes, int64_t *allocs)
+int
+lc__pyhook_read(int64_t *bytes, int64_t *allocs, int64_t *pymalloc)
 {
     const lc__counts *c;
-    int64_t n = 0, b = 0;
+    int64_t n = 0, b = 0, k = 0;
 
     spin_lock(&reg_lock);
     for (c = all_counts; c != NULL; c = c->next) {
         n += __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
         b += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+        k += __atomic_load_n(&c->pymalloc, __ATOMIC_RELAXED);
     }
     spin_unlock(&reg_lock);
     spin_lock(&table.lock);
     *bytes = b + table.bytes;
     spin_unlock(&table.lock);
     *allocs = n;
+    *pymalloc = k;
+    return pymalloc_counted;
 }

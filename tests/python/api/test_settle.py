@@ -2,9 +2,15 @@
 observe: after a snapshot, attribute lookups move None's reference count
 no more than they do without leakcheck."""
 
+import importlib
 import sys
+import warnings
+import weakref
+
+import pytest
 
 import leakcheck
+from leakcheck import _core, _settle
 
 
 def test_lookups_after_a_snapshot_leave_none_alone():
@@ -20,3 +26,133 @@ def test_lookups_after_a_snapshot_leave_none_alone():
         getattr(obj, name, None)
     after = sys.getrefcount(None)
     assert after == before
+
+
+# ---- what settling clears: every ABC cache and warning registry it finds
+
+def abc_cache_sizes(cls):
+    from _abc import _get_dump
+    _, cache, negative, _ = _get_dump(cls)
+    return len(cache), len(negative)
+
+
+def fill_abc_caches():
+    """isinstance/issubclass on ABCs of several hierarchies, with types they
+    have not seen: entries in their caches and negative caches."""
+    import collections.abc
+    import io
+    import numbers
+
+    class Fresh:
+        pass
+
+    class FreshMapping(dict):
+        pass
+
+    for abc in (collections.abc.Mapping, collections.abc.Iterable,
+                collections.abc.Hashable, collections.abc.Sized,
+                numbers.Number, numbers.Integral, io.IOBase):
+        isinstance(Fresh(), abc)
+        issubclass(FreshMapping, abc)
+    return Fresh, FreshMapping
+
+
+def plan_abcs():
+    return [cls for cls in map(weakref.ref.__call__, _settle._plan.abcs)
+            if cls is not None]
+
+
+@pytest.mark.parametrize("readable", [True, False])
+def test_settle_empties_every_abc_cache_it_knows(readable, monkeypatch):
+    leakcheck.snapshot()
+    if readable and not _settle._abc_readable:
+        pytest.skip("the C abc module's layout is not readable here")
+    monkeypatch.setattr(_settle, "_abc_readable", readable)
+    kept = fill_abc_caches()
+    filled = [cls for cls in plan_abcs() if abc_cache_sizes(cls) != (0, 0)]
+    assert len(filled) >= 7
+    _settle.settle()
+    assert [cls for cls in plan_abcs()
+            if abc_cache_sizes(cls) != (0, 0)] == []
+    del kept
+
+
+def test_the_abc_layout_is_read_as_get_dump_shows_it():
+    pytest.importorskip("_abc")
+    assert _settle._abc_layout_known()
+    import collections.abc
+    leakcheck.snapshot()
+
+    class Fresh:
+        pass
+
+    isinstance(Fresh(), collections.abc.Sequence)
+    assert _core.abc_cache_sizes(collections.abc.Sequence) == \
+        abc_cache_sizes(collections.abc.Sequence) != (0, 0)
+
+
+def test_abc_reset_skips_only_the_empty_caches():
+    import collections.abc
+    leakcheck.snapshot()
+    if not _settle._abc_readable:
+        pytest.skip("the C abc module's layout is not readable here")
+
+    class Fresh:
+        pass
+
+    isinstance(Fresh(), collections.abc.Sequence)
+    refs = (weakref.ref(collections.abc.Sequence),
+            weakref.ref(collections.abc.Awaitable))
+    assert abc_cache_sizes(collections.abc.Awaitable) == (0, 0)
+    reset = []
+    assert _core.abc_reset(refs, reset.append) == 1
+    assert reset == [collections.abc.Sequence]
+
+
+WARNING_MODULE = '''
+import warnings
+
+
+def warn(text):
+    warnings.warn(text, UserWarning)
+'''
+
+
+@pytest.fixture
+def warning_module(tmp_path, monkeypatch, request):
+    """A module that warns, imported under a name of the test's own (a
+    module removed and another added would leave the count of modules as
+    it was, which is how settling sees that modules came)."""
+    name = "lc_settle_warner_" + request.node.callspec.id
+    (tmp_path / f"{name}.py").write_text(WARNING_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module(name)
+
+
+@pytest.mark.parametrize("imported", ["before", "after"])
+def test_settle_empties_warning_registries(warning_module, imported):
+    if imported == "before":
+        leakcheck.snapshot()            # the plan knows the module
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        warning_module.warn("once here")
+    assert len(shown) == 1
+    registry = vars(warning_module)["__warningregistry__"]
+    assert registry
+    others = [ns["__warningregistry__"] for ns in
+              (vars(m) for m in list(sys.modules.values())
+               if type(getattr(m, "__dict__", None)) is dict)
+              if type(ns.get("__warningregistry__")) is dict]
+    _settle.settle()
+    assert registry == {}
+    assert vars(warning_module)["__warningregistry__"] is registry
+    assert [r for r in others if r] == []
+
+
+def test_clear_registries_counts_what_it_emptied():
+    first = {"__warningregistry__": {"version": 1, ("a", Warning, 1): True}}
+    second = {"x": 1}
+    third = {"__warningregistry__": "not a dict"}
+    assert _core.clear_registries((first, second, third)) == 1
+    assert first == {"__warningregistry__": {}}
+    assert third == {"__warningregistry__": "not a dict"}

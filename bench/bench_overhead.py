@@ -1,0 +1,217 @@
+"""What --leaks costs per clean test, in CPU time: a generated suite of fast
+clean tests (bench_plugin.py's "fast" kind) run by pytest plain and with
+--leaks, the two alternating round after round; the figure of each is the
+median over the rounds of the CPU time (user + system) of the pytest
+process, read from os.wait4, so that other work on a shared machine moves
+it little.
+
+    python bench/bench_overhead.py [--tests 1000] [--heap OBJECTS]
+                                   [--rounds 5] [--python PATH]
+                                   [--against PATH] [--all-plugins]
+
+--heap OBJECTS adds a session-scoped autouse fixture holding that many
+GC-tracked containers (empty lists, in one list): a process whose heap is
+large, to see whether a snapshot's cost grows with it.  --python runs the
+pytest of another interpreter (its environment needs leakcheck installed).
+--against PATH adds a third configuration to each round: --leaks run by
+another interpreter of the same version with another build of leakcheck
+installed (the version before a change, say), so that both are measured
+under the same load and compared with the same plain runs.
+
+Printed: the CPU seconds of each configuration, the overhead per test in ms
+((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU time of
+the first and of the last test (setup to teardown, the --leaks hunt
+included) and of the session around them.  With --leaks every test must
+come out clean; the report's count of tests that ran once is printed too.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_plugin import NOT_MEASURED, generate  # noqa: E402
+
+# Records the process's CPU time around the first and the last test and at
+# session start and finish, for the one-time cost; the same in both
+# configurations.
+CONFTEST = '''\
+import json
+import os
+import time
+
+import pytest
+
+_marks = {{}}
+_count = [0]
+
+
+def pytest_sessionstart(session):
+    _marks["session_start"] = time.process_time()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _count[0] += 1
+    _marks["last_start"] = time.process_time()
+    if _count[0] == 1:
+        _marks["first_start"] = _marks["last_start"]
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _marks["last_end"] = time.process_time()
+    if _count[0] == 1:
+        _marks["first_end"] = _marks["last_end"]
+
+
+def pytest_sessionfinish(session):
+    _marks["session_end"] = time.process_time()
+    with open(os.environ["BENCH_OVERHEAD_MARKS"], "w") as f:
+        json.dump(_marks, f)
+
+{heap}
+'''
+
+HEAP_FIXTURE = '''
+@pytest.fixture(scope="session", autouse=True)
+def _bench_heap():
+    held = [[] for _ in range({objects})]
+    yield held
+'''
+
+
+# Without --all-plugins, pytest loads leakcheck's plugin alone: the other
+# plugins installed (pytest-trio imports hypothesis, ~1 s of CPU) cost both
+# configurations the same and only add noise.
+PLUGIN = "pytest_leakcheck.plugin"
+
+
+def write_conftest(directory, heap):
+    heap_code = HEAP_FIXTURE.format(objects=heap) if heap else ""
+    with open(os.path.join(directory, "conftest.py"), "w") as f:
+        f.write(CONFTEST.format(heap=heap_code))
+
+
+def run(directory, python, args, marks_path, autoload):
+    """(CPU seconds of the pytest process, its marks) of one run."""
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-p", "no:randomly", *NOT_MEASURED, *args, directory]
+    env = dict(os.environ, BENCH_OVERHEAD_MARKS=marks_path)
+    if not autoload:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        cmd[3:3] = ["-p", PLUGIN]
+    with open(os.path.join(directory, "out.txt"), "w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=directory, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            out.seek(0)
+            sys.exit(f"bench_overhead: {' '.join(cmd)} failed "
+                     f"(exit {proc.returncode}):\n{out.read()[-3000:]}")
+    with open(marks_path) as f:
+        marks = json.load(f)
+    return usage.ru_utime + usage.ru_stime, marks
+
+
+def once_count(report_path):
+    with open(report_path) as f:
+        report = json.load(f)
+    tests = report["tests"]
+    verdicts = sorted({t["verdict"] for t in tests})
+    if verdicts != ["clean"]:
+        sys.exit(f"bench_overhead: --leaks verdicts {verdicts}, "
+                 f"expected only clean")
+    return len(tests), sum(1 for t in tests if t["test_runs"] == 1)
+
+
+def one_time(marks):
+    """(first test's CPU ms, last test's CPU ms, session's CPU seconds)
+    from a run's marks."""
+    return ((marks["first_end"] - marks["first_start"]) * 1000,
+            (marks["last_end"] - marks["last_start"]) * 1000,
+            marks["session_end"] - marks["session_start"])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tests", type=int, default=1000)
+    p.add_argument("--heap", type=int, default=0, metavar="OBJECTS",
+                   help="GC-tracked containers a session fixture holds")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--python", default=sys.executable, metavar="PATH")
+    p.add_argument("--against", metavar="PATH",
+                   help="another interpreter whose --leaks runs join "
+                        "each round")
+    p.add_argument("--all-plugins", action="store_true",
+                   help="load every installed pytest plugin, not only "
+                        "leakcheck's")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="leakcheck-overhead-") as d:
+        tests = generate(d, args.tests)
+        write_conftest(d, args.heap)
+        marks_path = os.path.join(d, "marks.json")
+        report = os.path.join(d, "leaks-report.json")
+        # Both --leaks configurations write a report: its journal is part
+        # of what --leaks costs, and the verdicts are checked.
+        against = os.path.join(d, "against-report.json")
+        configs = {"plain": (args.python, []),
+                   "--leaks": (args.python, ["--leaks",
+                                             f"--leaks-report={report}"])}
+        if args.against:
+            configs["against"] = (args.against, [
+                "--leaks", f"--leaks-report={against}"])
+        cpu = {name: [] for name in configs}
+        marks = {name: [] for name in configs}
+        for _ in range(args.rounds):
+            for name, (python, extra) in configs.items():
+                seconds, m = run(d, python, extra, marks_path,
+                                 args.all_plugins)
+                cpu[name].append(seconds)
+                marks[name].append(one_time(m))
+        n, once = once_count(report)
+        if args.against:
+            n_against, once_against = once_count(against)
+        version = subprocess.run(
+            [args.python, "-c", "import sys; print(sys.version.split()[0])"],
+            capture_output=True, text=True).stdout.strip()
+        print(f"python {version} ({args.python}); {tests} tests, heap "
+              f"{args.heap} containers, {args.rounds} rounds interleaved, "
+              f"median CPU time of the pytest process")
+        print(f"{'':>9} {'cpu s':>8} {'first ms':>9} {'last ms':>8} "
+              f"{'session s':>9}")
+        for name in configs:
+            first, last, session = (statistics.median(col)
+                                    for col in zip(*marks[name]))
+            print(f"{name:>9} {statistics.median(cpu[name]):8.3f} "
+                  f"{first:9.1f} {last:8.2f} {session:9.3f}")
+        if args.against:
+            print(f"against: {args.against}")
+        print("rounds, cpu s: " + "; ".join(
+            f"{name} {', '.join('%.3f' % x for x in cpu[name])}"
+            for name in configs))
+        for name in configs:
+            if name == "plain":
+                continue
+            per_test = (statistics.median(cpu[name]) -
+                        statistics.median(cpu["plain"])) / tests * 1000
+            session = (statistics.median(m[2] for m in marks[name]) -
+                       statistics.median(m[2] for m in marks["plain"]))
+            # The same from each round's own plain run: load that moves a
+            # round moves both of its runs.
+            paired = statistics.median(
+                leaks - plain for leaks, plain in zip(cpu[name], cpu["plain"]))
+            print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
+                  f"(session CPU only: {session / tests * 1000:.3f} ms; "
+                  f"paired by round: {paired / tests * 1000:.3f} ms)")
+        print(f"--leaks report: {n} tests, all clean, {once} ran once")
+        if args.against:
+            print(f"against's report: {n_against} tests, all clean, "
+                  f"{once_against} ran once")
+
+
+if __name__ == "__main__":
+    main()
