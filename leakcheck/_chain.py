@@ -21,21 +21,17 @@ over the heap.
 
 import collections
 import gc
-import os
 import sys
 import types
 
+from . import cpython
+from ._evidence import is_own
 from ._evidence.objects import describe, type_name
 
 __all__ = ["find_chain", "find_chains", "edge"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _MAX_DEPTH = 40
 _MAX_NODES = 20000
-# Up to 3.10 a frame that escaped (was referenced when its call returned
-# once) is tracked, and the collector sees its locals; a running frame's
-# locals are otherwise invisible to gc.get_referrers.
-_FRAMES_TRAVERSED = sys.version_info < (3, 11)
 
 
 def find_chain(holder, exclude=()):
@@ -55,7 +51,7 @@ def find_chain(holder, exclude=()):
 
 
 def _own(frame):
-    return frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+    return is_own(frame.f_code.co_filename)
 
 
 def _stack_frames():
@@ -106,7 +102,7 @@ def _unseen_refs(holder, exclude, locals_of):
         visible += sum(1 for x in gc.get_referents(referrer)
                        if x is holder[0])
     for frame, _ in locals_of.get(id(holder[0]), ()):
-        if not (_FRAMES_TRAVERSED and gc.is_tracked(frame)):
+        if not (cpython.FRAMES_TRAVERSED and gc.is_tracked(frame)):
             visible += 1
     return max(count - visible, 0)
 

@@ -3,12 +3,11 @@ probes and tolerances: every public entry point validates through here, so
 a bad value gets the same clear message wherever it came from."""
 
 import operator
-import sys
 import sysconfig
 from collections.abc import Mapping
 from typing import Iterable, NamedTuple, Optional, Tuple, Union
 
-from . import _core
+from . import _core, cpython
 
 __all__ = ["ProbeInfo", "PROBE_NAMES", "DEFAULT_PROBES", "Snapshot",
            "probes", "snapshot", "unsupported"]
@@ -64,7 +63,7 @@ _INDEX = {name: i for i, name in enumerate(PROBE_NAMES)}
 # asked for by name.
 DEFAULT_PROBES: Tuple[str, ...] = ("refs", "blocks", "py_bytes", "py_allocs", "objects",
                   "garbage", "native_bytes", "fds", "threads")
-if sys.version_info < (3, 11):
+if not cpython.PY_BYTES_BY_DEFAULT:
     DEFAULT_PROBES = tuple(p for p in DEFAULT_PROBES if p != "py_bytes")
 
 Snapshot = _core.Snapshot

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
                     Type, TypeVar, Union, cast)
 
-from . import _core
+from . import _core, cpython
 from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
@@ -138,24 +138,6 @@ def _await_threads(count):
     deadline = time.monotonic() + _THREAD_WAIT
     while _os_threads() > count and time.monotonic() < deadline:
         time.sleep(0.001)
-
-
-_ZOMBIE_FRAMES = sys.version_info < (3, 11)
-_CO_VARKEYWORDS = 0x08
-
-
-def _make_frame(func):
-    """Up to 3.10 a function's first call leaves its frame behind for the
-    next call (the code object's "zombie frame"): made between two
-    snapshots, it reads as growth.  Calling the function with a keyword
-    argument it cannot take makes that frame without running its body."""
-    code = getattr(func, "__code__", None)
-    if not _ZOMBIE_FRAMES or code is None or code.co_flags & _CO_VARKEYWORDS:
-        return
-    try:
-        func(**{"\0leakcheck": None})
-    except TypeError:
-        pass
 
 
 def _caller(depth):
@@ -379,7 +361,7 @@ class scope:
         name = self.name or getattr(func, "__qualname__", None)
         code = getattr(func, "__code__", None)
 
-        _make_frame(func)
+        cpython.make_frames(func)
 
         @functools.wraps(func)
         def checked(*args, **kwargs):
@@ -565,5 +547,5 @@ def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
 
 # What runs for the first time between a scope's two snapshots.
 for _func in (scope._exit, scope._correction, _await_threads, _os_threads):
-    _make_frame(_func)
+    cpython.make_frames(_func)
 del _func

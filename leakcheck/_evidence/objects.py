@@ -11,7 +11,7 @@ import operator
 import sys
 import tracemalloc
 
-from .. import _core, _settle
+from .. import _core, cpython
 from . import TOP, Evidence
 from .frames import charged_frame, ignored, owned_elsewhere
 
@@ -256,7 +256,7 @@ def _not_reported(obj):
     # Settling fills the emptied type cache slots with a string of its
     # own: its count follows how many slots the runs' lookups took.
     return (type(obj) in _SHARED_TYPES or _core.is_immortal(obj)
-            or obj is _settle._TypeCache.FILLER)
+            or obj is cpython.TYPE_CACHE_FILLER)
 
 
 def _refcounts(objects):
