@@ -59,11 +59,14 @@ def venv(dists, tmp_path_factory):
 def test_sdist_holds_the_sources_license_and_changelog(dists):
     with tarfile.open(dists[0]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    for want in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
+    for want in ("LICENSE", "CHANGELOG.md", "README.md", "ARCHITECTURE.md",
+                 "pyproject.toml",
                  "setup.py", "c_api/include/leakcheck.h",
                  "c_api/src/internal.h", "c_api/src/scope.c",
                  "leakcheck/_core.c", "leakcheck/_core.pyi",
                  "leakcheck/py.typed", "leakcheck/templates/report.html",
+                 "leakcheck/cpython.py", "leakcheck/report/schema.py",
+                 "leakcheck/report/commands/gate.py",
                  "pytest_plugin/pytest_leakcheck/plugin.py"):
         assert want in names, f"{want} is not in {dists[0].name}"
 
