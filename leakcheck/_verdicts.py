@@ -248,6 +248,9 @@ class scope:
         self._mask = readable_mask(probes)
         self._asked = names_of(self._mask)
         self._tolerance = tolerances(tolerance, self._asked)
+        if cpython.SCOPE_NATIVE_TOLERANCE and "native_bytes" in self._asked:
+            self._tolerance.setdefault("native_bytes",
+                                       cpython.SCOPE_NATIVE_TOLERANCE)
         self._settings = (probes, tolerance)
         self.name = name
         self._core = None

@@ -4,6 +4,7 @@ probe: each leak fails it, each clean twin never does."""
 import pytest
 
 import leakcheck
+import leakcheck.cpython
 from leaks import ALSO, IDS, LEAKS, warm_after_profilers
 
 CLEAN_RUNS = 15
@@ -175,19 +176,22 @@ def test_python_code_that_keeps_objects_is_caught():
     ("leak_native", "clean_native"), ("leak_strdup", "clean_strdup")])
 def test_a_small_native_leak_fails_a_default_scope(leaky, leak, clean):
     # The C engine's scope tolerates no native growth; neither does this
-    # API's: one forgotten free() of 2 KB or a 1,000-byte strdup fails.
+    # API's, but for the C heap's noise of 3.9 and 3.10
+    # (leakcheck.cpython.SCOPE_NATIVE_TOLERANCE): one forgotten free() of
+    # 2 KB or a 1,000-byte strdup fails.
+    noise = leakcheck.cpython.SCOPE_NATIVE_TOLERANCE
     arg = 2048 if leak == "leak_native" else "a" * 1000
     getattr(leaky, clean)(arg)
     for _ in range(CLEAN_RUNS):
         with leakcheck.scope() as s:
             getattr(leaky, clean)(arg)
-        assert s.deltas["native_bytes"] == 0, s.report
+        assert abs(s.deltas["native_bytes"]) <= noise, s.report
     with pytest.raises(leakcheck.LeakError) as info:
         with leakcheck.scope() as s:
             getattr(leaky, leak)(arg)
     assert s.leaking == ["native_bytes"]
     assert s.deltas["native_bytes"] >= 1000
     assert "native_bytes grew by +" in info.value.report
-    assert "(tolerance 0)" in info.value.report
+    assert f"(tolerance {noise})" in info.value.report
     assert {p.name: p.tolerance for p in leakcheck.probes()}[
         "native_bytes"] == 0
