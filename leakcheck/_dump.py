@@ -14,7 +14,7 @@ from typing import (TYPE_CHECKING, Iterable, Mapping, Optional, Sequence,
                     Union)
 
 from ._chain import edge, find_chains
-from ._evidence import PACKAGE_DIR, TOP
+from ._evidence import TOP, is_own
 from ._evidence.frames import ignored
 from ._evidence.objects import origin, type_name
 from .report import dump
@@ -140,7 +140,6 @@ def survivors(diagnosis, ignore=(), limit=LIMIT):
     allocated = getattr(diagnosis, "survivors_allocated", None) or []
     diagnosis.survivors = diagnosis.survivors_allocated = None
     harness = ignored(list(ignore))
-    own = harness[0] + (os.path.join(PACKAGE_DIR, ""),)
     grown = {entry["type"]: entry["delta"] for entry in diagnosis.objects}
     listed_all = len(diagnosis.objects) < TOP
     try:
@@ -160,8 +159,9 @@ def survivors(diagnosis, ignore=(), limit=LIMIT):
                 rank = 1
             else:
                 root = chain.get("root_file")
-                rank = 2 if root and os.path.abspath(root).startswith(own) \
-                    else 0
+                root = root and os.path.abspath(root)
+                rank = 2 if root and (root.startswith(harness[0])
+                                      or is_own(root)) else 0
             candidates.setdefault(name, []).append((rank, i))
         kept = []
         for name, found in candidates.items():
