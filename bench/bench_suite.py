@@ -100,8 +100,10 @@ def run(folder, pythonpath, tests, args):
     """(pytest's session seconds, output) of one run; a suite's own
     failures are fine (they are the same plain and with --leaks)."""
     env = dict(os.environ, PYTHONPATH=os.path.join(folder, pythonpath))
+    # pytest-randomly off: a suite whose tests depend on their order
+    # (pyrsistent's) would fail differently plain and with --leaks.
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-o", "addopts=", *args,
+           "-p", "no:randomly", "-o", "addopts=", *args,
            *([tests] if isinstance(tests, str) else tests)]
     proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
