@@ -43,6 +43,10 @@ NOTE_REFUSED = ("no C lines: memray would not start ({reason}); the C line "
 NOTE_UNREADABLE = "no C lines: memray's capture could not be read ({reason})"
 NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
                       "the C lines show with the functions")
+NOTE_CHEAP = ("no C lines: a cheap diagnosis runs memray only when the C "
+              "heap alone grew (native_bytes); the lines above say which "
+              "Python code made what grew, a full diagnosis also which C "
+              "line")
 NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
                    "re-run")
 NOTE_VIA_POINTER = (
@@ -80,6 +84,23 @@ class NativeAllocations(Evidence):
     probes = frozenset({"refs", "blocks", "py_allocs", "py_bytes",
                         "objects", "native_bytes"})
 
+    @classmethod
+    def wanted(cls, request):
+        """Cheap (request.cheap): only for growth of the C heap alone,
+        which nothing but memray (or the heap's line tracer) explains;
+        growth the Python probes see has its Python lines and types."""
+        if request.cheap:
+            return request.leaking & cls.probes == {"native_bytes"}
+        return super().wanted(request)
+
+    @classmethod
+    def skipped(cls, request):
+        """The note of a cheap diagnosis that left out C lines it could
+        have looked for, or None."""
+        if request.leaking & cls.probes and not cls.wanted(request):
+            return NOTE_CHEAP
+        return None
+
     def __init__(self, request):
         super().__init__(request)
         self.sites = None       # None: memray did not run
@@ -95,9 +116,12 @@ class NativeAllocations(Evidence):
                 and "native_bytes" in self.request.leaking
                 and not tracemalloc.is_tracing()):
             # memray saw no C frame of it (a call through ctypes or cffi),
-            # or did not run: the Python lines, from the heap itself.
+            # or did not run: the Python lines, from the heap itself
+            # (a cheap diagnosis traces one run: a line charged in it).
+            runs = (self.request.runs if self.request.cheap
+                    else max(2, self.request.runs))
             self.lines, self.line_note, failure = heap_lines(
-                run, max(2, self.request.runs), ignored(self.request.ignore))
+                run, runs, ignored(self.request.ignore))
         return failure
 
     def _memray_runs(self, run):
