@@ -297,8 +297,9 @@ def diagnose(run_once: Callable[[], object],
                 before()
                 begun += 1
             completed[0] = 0
-            failure = run(runs)
-            compared = completed[0]
+            if any(kind.shared for kind in kinds):
+                failure = run(runs)
+                compared = completed[0]
             _settle_and_collect()
             while finished < begun:
                 afters[begun - 1 - finished]()

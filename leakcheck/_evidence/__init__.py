@@ -76,6 +76,9 @@ class Evidence:
 
     # The probes whose growth this kind explains.
     probes = frozenset()
+    # Whether it watches the shared runs (before() and after() do
+    # something): when no kind does, they are not made.
+    shared = True
 
     def __init__(self, request):
         self.request = request

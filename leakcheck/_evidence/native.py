@@ -83,6 +83,7 @@ class NativeAllocations(Evidence):
 
     probes = frozenset({"refs", "blocks", "py_allocs", "py_bytes",
                         "objects", "native_bytes"})
+    shared = False
 
     @classmethod
     def wanted(cls, request):
@@ -142,9 +143,10 @@ class NativeAllocations(Evidence):
         try:
             try:
                 _memray_used = True
-                failure = _track(memray, one, run, 1)
+                python = _python_allocators(self.request.leaking)
+                failure = _track(memray, one, run, 1, python)
                 if failure is None:
-                    failure = _track(memray, more, run, runs)
+                    failure = _track(memray, more, run, runs, python)
             except Exception as e:
                 self.note = NOTE_REFUSED.format(reason=_reason(e))
                 return None
@@ -202,7 +204,16 @@ def _reason(error):
         else type(error).__name__
 
 
-def _track(memray, path, run, count):
+def _python_allocators(leaking):
+    """Whether memray must see CPython's own allocators (pymalloc's small
+    blocks): when a probe of them leaked.  Growth of the C heap alone
+    (native_bytes) is made with malloc() and its kin, which memray hooks
+    anyway; leaving pymalloc's hooks out spares a native stack per
+    Python allocation in the tracked runs, and the records to read."""
+    return bool(leaking & (NativeAllocations.probes - {"native_bytes"}))
+
+
+def _track(memray, path, run, count, python=True):
     """Runs the code `count` times under a tracker writing to `path`, then
     settles and collects inside it, so that what only waited for a
     collection is freed before tracking stops.
@@ -211,11 +222,12 @@ def _track(memray, path, run, count):
     lists (dicts, lists, tuples, floats...): an object the code takes from
     a free list is one memray never sees allocated (it was, before
     tracking began, by someone else), so a dict leaked by C code would
-    have no line; taken fresh, its PyDict_New() has one."""
+    have no line; taken fresh, its PyDict_New() has one.  `python`:
+    whether memray traces CPython's allocators too."""
     _core.Snapshot(0)
     failure = None
     with memray.Tracker(path, native_traces=True,
-                        trace_python_allocators=True, follow_fork=False):
+                        trace_python_allocators=python, follow_fork=False):
         for _ in range(count):
             _core.Snapshot(0)
             failure = run(1)
