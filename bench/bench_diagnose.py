@@ -122,18 +122,25 @@ def pytest_child():
     print("TIMINGS " + json.dumps(timings))
 
 
+def _header(what):
+    """Prints the interpreter and memray's version before `what`; memray's
+    version, or None when it is not installed."""
+    try:
+        import memray
+        version = memray.__version__
+    except ImportError:
+        version = None
+    print(f"CPython {sys.version.split()[0]}"
+          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
+          f"memray {version or 'not installed'}: {what}")
+    return version
+
+
 def bench_pytest(rounds):
     import json
     import subprocess
-    try:
-        import memray
-        memray_version = memray.__version__
-    except ImportError:
-        memray_version = None
-    print(f"CPython {sys.version.split()[0]}"
-          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
-          f"memray {memray_version or 'not installed'}: the plugin's "
-          f"diagnoses over examples/ext, {rounds} fresh pytest processes")
+    _header(f"the plugin's diagnoses over examples/ext, {rounds} fresh "
+            f"pytest processes")
     first, later = [], []
     for _ in range(rounds):
         proc = subprocess.run([sys.executable, __file__, "--pytest-child"],
@@ -229,15 +236,8 @@ def bench_modes(rounds):
     import json
     import subprocess
     import tempfile
-    try:
-        import memray
-        memray_version = memray.__version__
-    except ImportError:
-        memray_version = None
-    print(f"CPython {sys.version.split()[0]}"
-          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
-          f"memray {memray_version or 'not installed'}: CPU ms per leak of "
-          f"the plugin's diagnosis, {rounds} leaks of each kind per process")
+    memray_version = _header(f"CPU ms per leak of the plugin's diagnosis, "
+                             f"{rounds} leaks of each kind per process")
     conftest_path = os.path.join(HERE, "..", "examples", "ext", "conftest.py")
     settings = ["installed", "refused"] if memray_version else ["refused"]
     with tempfile.TemporaryDirectory(prefix="bench-diagnose-") as folder:
