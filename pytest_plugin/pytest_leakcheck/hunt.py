@@ -400,10 +400,11 @@ def _diagnose(h, leaking, mode, run_time, keep_objects=False,
     time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
     that would start past it (tracing makes a run ~10 times slower) is not
     made, and the diagnosis says so.  `mode` "cheap" compares one run,
-    diagnosed cheaply (diagnose()'s `cheap`); "off" re-runs nothing.  h.runs counts the
-    re-runs and gives each its time limit.  With `keep_objects`, the
-    diagnosis holds what the runs left alive (for the dump) until the
-    caller drops it; with `capture_dir`, memray's capture is kept there."""
+    diagnosed cheaply (diagnose()'s `cheap`); "off" re-runs nothing.
+    h.runs counts the re-runs and gives each its time limit.  With
+    `keep_objects`, the diagnosis holds what the runs left alive (for the
+    dump) until the caller drops it; with `capture_dir`, memray's capture
+    is kept there."""
     if mode == "off":
         return None, MSG_DIAGNOSIS_OFF
     budget = max(settingsmod.DIAGNOSE_FLOOR,
