@@ -257,9 +257,10 @@ def diagnose(run_once: Callable[[], object],
     `cheap` gathers less: tracemalloc keeps one frame per allocation, and
     memray runs only when the C heap alone grew (native_bytes and none
     of the Python probes), since growth the Python probes see has its
-    Python lines without it; a note says the C lines were left out.  The
-    Python lines of C heap growth memray did not see are traced over
-    `runs` runs, not at least two."""
+    Python lines without it; a note says the C lines were left out.
+    memray's runs are then under one tracker, not two (none of one run to
+    compare with), and the Python lines of C heap growth memray did not
+    see are traced over `runs` runs, not at least two."""
     if not callable(run_once):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())

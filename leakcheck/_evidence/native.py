@@ -144,7 +144,10 @@ class NativeAllocations(Evidence):
             try:
                 _memray_used = True
                 python = _python_allocators(self.request.leaking)
-                failure = _track(memray, one, run, 1, python)
+                # A cheap diagnosis has no run under a tracker of its own
+                # to compare with: one tracker start and capture less.
+                failure = (None if self.request.cheap
+                           else _track(memray, one, run, 1, python))
                 if failure is None:
                     failure = _track(memray, more, run, runs, python)
             except Exception as e:
@@ -154,8 +157,9 @@ class NativeAllocations(Evidence):
                 return failure
             try:
                 ignore = ignored(self.request.ignore)
-                first, last = (_sites(memray, one, ignore),
-                               _sites(memray, more, ignore))
+                first = (None if self.request.cheap
+                         else _sites(memray, one, ignore))
+                last = _sites(memray, more, ignore)
                 self.tracemalloc = _tracemalloc_kept(last)
                 self.sites = _per_run(first, last, runs)
             except Exception as e:
@@ -305,16 +309,26 @@ def _stack(record):
 def _per_run(one, more, runs):
     """The sites that leaked under one run and grew by at least a block
     per run under `runs`, with their bytes and blocks per run, most
-    bytes first."""
+    bytes first.  With `one` None (a cheap diagnosis: no capture of one
+    run), the sites that kept at least a block per run under `runs`,
+    what they kept divided by `runs`: what a run replaces (one copy left)
+    is still left out, what a run adds to a copy kept from before is not
+    told apart."""
     result = []
     for key, (size, count, site) in more.items():
         if site["function"] == _TRACEMALLOC and site["file"] is None:
             continue
-        size_one, count_one, _ = one.get(key, (0, 0, None))
-        if count_one < 1 or count - count_one < runs - 1:
-            continue
-        site = dict(site, bytes=(size - size_one) // (runs - 1),
-                    blocks=(count - count_one) // (runs - 1))
+        if one is None:
+            size_one, count_one, compared = 0, 0, runs
+            if count < runs:
+                continue
+        else:
+            size_one, count_one, _ = one.get(key, (0, 0, None))
+            compared = runs - 1
+            if count_one < 1 or count - count_one < compared:
+                continue
+        site = dict(site, bytes=(size - size_one) // compared,
+                    blocks=(count - count_one) // compared)
         site["objects"] = _object_files(site["function"], site["file"])
         result.append(site)
     result.sort(key=lambda s: (-s["bytes"], -s["blocks"], s["file"],
