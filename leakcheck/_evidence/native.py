@@ -10,7 +10,9 @@ time (the last copy) and what a first use fills once.  So the code runs
 under two trackers, one run under the first and `k` (at least 2) under
 the second: a site grows per run by (second - first) / (k - 1), and
 only sites that leaked under the first and grew by a block per run under
-the second are kept.
+the second are kept.  A cheap diagnosis (memray only when the C heap
+alone grew) runs the `k` runs under one tracker alone and keeps the
+sites that left at least a block in each.
 
 A site is named by the first frame of the user's C code from the
 allocation outwards: frames of memray, of the allocator and of CPython
