@@ -14,6 +14,17 @@ the second case also asks for refs, whose census is the costly one.
 the four leaks of examples/ext (with C lines when memray is installed),
 each round in a fresh process: the first diagnosis of a process pays for
 loading what memray needs to name C frames, the later ones do not.
+
+    python bench/bench_diagnose.py --modes [--rounds N]
+
+--modes gives the CPU time per leak of the plugin's diagnosis
+(--leaks-diagnose=cheap and =full), with memray importable and with its
+import refused, over small leaking tests of each kind: Python objects
+kept, a C heap block lost by examples/ext's histogram() (malloc), PyMem
+blocks lost by its checksum(), a file descriptor left open.  Each kind
+runs --rounds times in one pytest process (fresh per mode and memray
+setting); the first diagnosis of a process is given apart (it loads
+what memray and tracemalloc need), the others as their median.
 """
 
 import argparse
@@ -46,11 +57,19 @@ def main(argv=None):
                         help="diagnose() calls per case (default 3)")
     parser.add_argument("--pytest", action="store_true",
                         help="time the plugin's diagnoses in pytest processes")
+    parser.add_argument("--modes", action="store_true",
+                        help="CPU time per leak of cheap and full diagnoses")
     parser.add_argument("--pytest-child", action="store_true",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--modes-child", nargs=3, help=argparse.SUPPRESS,
+                        metavar=("MODE", "MEMRAY", "FOLDER"))
     args = parser.parse_args(argv)
     if args.pytest_child:
         return pytest_child()
+    if args.modes_child:
+        return modes_child(*args.modes_child)
+    if args.modes:
+        return bench_modes(args.rounds)
     if args.pytest:
         return bench_pytest(args.rounds)
     leaky = load_leakylib()
@@ -103,18 +122,25 @@ def pytest_child():
     print("TIMINGS " + json.dumps(timings))
 
 
+def _header(what):
+    """Prints the interpreter and memray's version before `what`; memray's
+    version, or None when it is not installed."""
+    try:
+        import memray
+        version = memray.__version__
+    except ImportError:
+        version = None
+    print(f"CPython {sys.version.split()[0]}"
+          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
+          f"memray {version or 'not installed'}: {what}")
+    return version
+
+
 def bench_pytest(rounds):
     import json
     import subprocess
-    try:
-        import memray
-        memray_version = memray.__version__
-    except ImportError:
-        memray_version = None
-    print(f"CPython {sys.version.split()[0]}"
-          f"{' (debug build)' if hasattr(sys, 'gettotalrefcount') else ''}, "
-          f"memray {memray_version or 'not installed'}: the plugin's "
-          f"diagnoses over examples/ext, {rounds} fresh pytest processes")
+    _header(f"the plugin's diagnoses over examples/ext, {rounds} fresh "
+            f"pytest processes")
     first, later = [], []
     for _ in range(rounds):
         proc = subprocess.run([sys.executable, __file__, "--pytest-child"],
@@ -131,6 +157,121 @@ def bench_pytest(rounds):
     print(f"first diagnosis in a process: best {min(first):.2f} s, worst "
           f"{max(first):.2f} s; later ones: median "
           f"{later[len(later) // 2]:.2f} s, worst {max(later):.2f} s")
+
+
+# The small leaking tests --modes diagnoses, one kind each, every test
+# repeated ROUNDS times (a parameter) so that each kind is diagnosed after
+# the process's first diagnosis too.
+MODES_TESTS = '''
+import importlib.util
+import os
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("ext_conftest", {conftest!r})
+_ext = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_ext)
+leaky = _ext._load("leaky")
+
+ROUNDS = range({rounds})
+_KEPT = []
+
+
+class Kept:
+    pass
+
+
+@pytest.mark.parametrize("i", ROUNDS)
+def test_objects(i):
+    _KEPT.append(Kept())
+
+
+@pytest.mark.parametrize("i", ROUNDS)
+def test_c_heap(i):
+    assert leaky.histogram(bytes(range(256)), 4) == [64, 64, 64, 64]
+
+
+@pytest.mark.parametrize("i", ROUNDS)
+def test_pymem(i):
+    leaky.checksum(bytes(range(256)) * 8)
+
+
+@pytest.mark.parametrize("i", ROUNDS)
+def test_fd(i):
+    _KEPT.append(os.open(os.devnull, os.O_RDONLY))
+'''
+MODES_KINDS = ("objects", "c_heap", "pymem", "fd")
+
+
+def modes_child(mode, memray_setting, folder):
+    """In a pytest process over MODES_TESTS in `folder`: the CPU time of
+    each diagnosis the plugin makes; prints one line of JSON
+    [[test id, CPU seconds, C sites], ...]."""
+    import json
+
+    if memray_setting == "refused":
+        sys.modules["memray"] = None        # import memray: ImportError
+    import pytest
+    from pytest_leakcheck import hunt
+
+    timings = []
+    diagnose = hunt._diagnose
+
+    def timed(h, *args, **kwargs):
+        t0 = time.process_time()
+        result = diagnose(h, *args, **kwargs)
+        diagnosis = result[0]
+        timings.append([h.item.nodeid, time.process_time() - t0,
+                        len(diagnosis.native) if diagnosis else 0])
+        return result
+
+    hunt._diagnose = timed
+    pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                 "--tb=no", "--leaks", f"--leaks-diagnose={mode}",
+                 "--rootdir", folder, folder])
+    print("TIMINGS " + json.dumps(timings))
+
+
+def bench_modes(rounds):
+    import json
+    import subprocess
+    import tempfile
+    memray_version = _header(f"CPU ms per leak of the plugin's diagnosis, "
+                             f"{rounds} leaks of each kind per process")
+    conftest_path = os.path.join(HERE, "..", "examples", "ext", "conftest.py")
+    settings = ["installed", "refused"] if memray_version else ["refused"]
+    with tempfile.TemporaryDirectory(prefix="bench-diagnose-") as folder:
+        with open(os.path.join(folder, "test_kinds.py"), "w") as f:
+            f.write(MODES_TESTS.format(
+                conftest=os.path.abspath(conftest_path), rounds=rounds))
+        for setting in settings:
+            for mode in ("cheap", "full"):
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--modes-child", mode,
+                     setting, folder],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    text=True, check=False, cwd=folder)
+                line = next(x for x in proc.stdout.splitlines()
+                            if x.startswith("TIMINGS "))
+                timings = json.loads(line[len("TIMINGS "):])
+                print(f"  memray {setting:<9} {mode:<5} "
+                      + _modes_line(timings))
+
+
+def _modes_line(timings):
+    """`timings` ([[test id, CPU seconds, C sites], ...], in run order)
+    as one line: the first diagnosis, then each kind's median of the
+    others, in ms, with its C sites."""
+    first = f"first ({timings[0][0].split('::')[1]}) " \
+            f"{timings[0][1] * 1000:.0f}" if timings else "no diagnosis"
+    parts = [first]
+    for kind in MODES_KINDS:
+        later = sorted((t, sites) for test, t, sites in timings[1:]
+                       if test.split("::")[1].startswith(f"test_{kind}["))
+        if later:
+            t, sites = later[len(later) // 2]
+            parts.append(f"{kind} {t * 1000:.0f} ({sites} C)")
+    return ", ".join(parts)
 
 
 if __name__ == "__main__":

@@ -224,7 +224,7 @@ def diagnose(run_once: Callable[[], object],
              leaking: Union[str, Iterable[str]], runs: int = 2,
              ignore: Iterable[Union[str, "os.PathLike[str]"]] = (),
              capture_dir: Union[str, "os.PathLike[str]", None] = None,
-             keep_objects: bool = False) -> Diagnosis:
+             keep_objects: bool = False, cheap: bool = False) -> Diagnosis:
     """Explains a leak verdict already reached by re-running `run_once`
     (a callable without arguments) `runs` times, watched according to the
     probes in `leaking` (names).  Returns a Diagnosis.  An exception from
@@ -252,7 +252,15 @@ def diagnose(run_once: Callable[[], object],
     installed, for the C lines (Diagnosis.native).  Its capture files live
     in a temporary folder removed before returning; with `capture_dir`,
     the capture of the last re-runs is kept there (readable with
-    ``memray flamegraph --leaks``) and its path is Diagnosis.capture."""
+    ``memray flamegraph --leaks``) and its path is Diagnosis.capture.
+
+    `cheap` gathers less: tracemalloc keeps one frame per allocation, and
+    memray runs only when the C heap alone grew (native_bytes and none
+    of the Python probes), since growth the Python probes see has its
+    Python lines without it; a note says the C lines were left out.
+    memray's runs are then under one tracker, not two (none of one run to
+    compare with), and the Python lines of C heap growth memray did not
+    see are traced over `runs` runs, not at least two."""
     if not callable(run_once):
         raise TypeError("run_once must be callable")
     leaking = set(probe_names(leaking, "leaking") if leaking else ())
@@ -263,7 +271,7 @@ def diagnose(run_once: Callable[[], object],
     request = Request(leaking, runs,
                       [os.path.abspath(os.fspath(path)) for path in ignore],
                       capture_dir=capture_dir,
-                      keep_objects=bool(keep_objects))
+                      keep_objects=bool(keep_objects), cheap=bool(cheap))
     diagnosis = Diagnosis(
         [name for name in PROBE_NAMES if name in leaking], runs)
     kinds = [kind(request) for kind in KINDS if kind.wanted(request)]
@@ -290,8 +298,9 @@ def diagnose(run_once: Callable[[], object],
                 before()
                 begun += 1
             completed[0] = 0
-            failure = run(runs)
-            compared = completed[0]
+            if any(kind.shared for kind in kinds):
+                failure = run(runs)
+                compared = completed[0]
             _settle_and_collect()
             while finished < begun:
                 afters[begun - 1 - finished]()
@@ -317,6 +326,9 @@ def diagnose(run_once: Callable[[], object],
             kind.fill(diagnosis)
     for kind in kinds:
         diagnosis.notes += kind.notes()
+    skipped = NativeAllocations.skipped(request)
+    if skipped:
+        diagnosis.notes.append(skipped)
     _refs_note(diagnosis, leaking)
     _untracked_note(diagnosis, leaking)
     return diagnosis

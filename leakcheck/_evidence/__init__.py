@@ -29,15 +29,17 @@ class Request:
     (re-runs to compare), `ignore` (absolute paths of a harness's folders
     and files), `capture_dir` (where memray's capture is kept, or None),
     `keep_objects` (keep the objects the runs left alive in
-    Diagnosis.survivors)."""
+    Diagnosis.survivors), `cheap` (each kind gathers the least that still
+    explains the leak: see diagnose())."""
 
     def __init__(self, leaking, runs, ignore=(), capture_dir=None,
-                 keep_objects=False):
+                 keep_objects=False, cheap=False):
         self.leaking = leaking
         self.runs = runs
         self.ignore = ignore
         self.capture_dir = capture_dir
         self.keep_objects = keep_objects
+        self.cheap = cheap
 
 
 class Evidence:
@@ -74,6 +76,9 @@ class Evidence:
 
     # The probes whose growth this kind explains.
     probes = frozenset()
+    # Whether it watches the shared runs (before() and after() do
+    # something): when no kind does, they are not made.
+    shared = True
 
     def __init__(self, request):
         self.request = request

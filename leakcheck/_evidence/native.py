@@ -10,7 +10,9 @@ time (the last copy) and what a first use fills once.  So the code runs
 under two trackers, one run under the first and `k` (at least 2) under
 the second: a site grows per run by (second - first) / (k - 1), and
 only sites that leaked under the first and grew by a block per run under
-the second are kept.
+the second are kept.  A cheap diagnosis (memray only when the C heap
+alone grew) runs the `k` runs under one tracker alone and keeps the
+sites that left at least a block in each.
 
 A site is named by the first frame of the user's C code from the
 allocation outwards: frames of memray, of the allocator and of CPython
@@ -43,6 +45,10 @@ NOTE_REFUSED = ("no C lines: memray would not start ({reason}); the C line "
 NOTE_UNREADABLE = "no C lines: memray's capture could not be read ({reason})"
 NOTE_NO_DEBUG_INFO = ("{objects} {verb} no debug information: built with -g, "
                       "the C lines show with the functions")
+NOTE_CHEAP = ("no C lines: a cheap diagnosis runs memray only when the C "
+              "heap alone grew (native_bytes); the lines above say which "
+              "Python code made what grew, a full diagnosis also which C "
+              "line")
 NOTE_NONE_FOUND = ("memray saw no allocation from C code that survived every "
                    "re-run")
 NOTE_VIA_POINTER = (
@@ -79,6 +85,24 @@ class NativeAllocations(Evidence):
 
     probes = frozenset({"refs", "blocks", "py_allocs", "py_bytes",
                         "objects", "native_bytes"})
+    shared = False
+
+    @classmethod
+    def wanted(cls, request):
+        """Cheap (request.cheap): only for growth of the C heap alone,
+        which nothing but memray (or the heap's line tracer) explains;
+        growth the Python probes see has its Python lines and types."""
+        if request.cheap:
+            return request.leaking & cls.probes == {"native_bytes"}
+        return super().wanted(request)
+
+    @classmethod
+    def skipped(cls, request):
+        """The note of a cheap diagnosis that left out C lines it could
+        have looked for, or None."""
+        if request.leaking & cls.probes and not cls.wanted(request):
+            return NOTE_CHEAP
+        return None
 
     def __init__(self, request):
         super().__init__(request)
@@ -95,9 +119,12 @@ class NativeAllocations(Evidence):
                 and "native_bytes" in self.request.leaking
                 and not tracemalloc.is_tracing()):
             # memray saw no C frame of it (a call through ctypes or cffi),
-            # or did not run: the Python lines, from the heap itself.
+            # or did not run: the Python lines, from the heap itself
+            # (a cheap diagnosis traces one run: a line charged in it).
+            runs = (self.request.runs if self.request.cheap
+                    else max(2, self.request.runs))
             self.lines, self.line_note, failure = heap_lines(
-                run, max(2, self.request.runs), ignored(self.request.ignore))
+                run, runs, ignored(self.request.ignore))
         return failure
 
     def _memray_runs(self, run):
@@ -118,9 +145,13 @@ class NativeAllocations(Evidence):
         try:
             try:
                 _memray_used = True
-                failure = _track(memray, one, run, 1)
+                python = _python_allocators(self.request.leaking)
+                # A cheap diagnosis has no run under a tracker of its own
+                # to compare with: one tracker start and capture less.
+                failure = (None if self.request.cheap
+                           else _track(memray, one, run, 1, python))
                 if failure is None:
-                    failure = _track(memray, more, run, runs)
+                    failure = _track(memray, more, run, runs, python)
             except Exception as e:
                 self.note = NOTE_REFUSED.format(reason=_reason(e))
                 return None
@@ -128,8 +159,9 @@ class NativeAllocations(Evidence):
                 return failure
             try:
                 ignore = ignored(self.request.ignore)
-                first, last = (_sites(memray, one, ignore),
-                               _sites(memray, more, ignore))
+                first = (None if self.request.cheap
+                         else _sites(memray, one, ignore))
+                last = _sites(memray, more, ignore)
                 self.tracemalloc = _tracemalloc_kept(last)
                 self.sites = _per_run(first, last, runs)
             except Exception as e:
@@ -178,7 +210,16 @@ def _reason(error):
         else type(error).__name__
 
 
-def _track(memray, path, run, count):
+def _python_allocators(leaking):
+    """Whether memray must see CPython's own allocators (pymalloc's small
+    blocks): when a probe of them leaked.  Growth of the C heap alone
+    (native_bytes) is made with malloc() and its kin, which memray hooks
+    anyway; leaving pymalloc's hooks out spares a native stack per
+    Python allocation in the tracked runs, and the records to read."""
+    return bool(leaking & (NativeAllocations.probes - {"native_bytes"}))
+
+
+def _track(memray, path, run, count, python=True):
     """Runs the code `count` times under a tracker writing to `path`, then
     settles and collects inside it, so that what only waited for a
     collection is freed before tracking stops.
@@ -187,11 +228,12 @@ def _track(memray, path, run, count):
     lists (dicts, lists, tuples, floats...): an object the code takes from
     a free list is one memray never sees allocated (it was, before
     tracking began, by someone else), so a dict leaked by C code would
-    have no line; taken fresh, its PyDict_New() has one."""
+    have no line; taken fresh, its PyDict_New() has one.  `python`:
+    whether memray traces CPython's allocators too."""
     _core.Snapshot(0)
     failure = None
     with memray.Tracker(path, native_traces=True,
-                        trace_python_allocators=True, follow_fork=False):
+                        trace_python_allocators=python, follow_fork=False):
         for _ in range(count):
             _core.Snapshot(0)
             failure = run(1)
@@ -269,16 +311,26 @@ def _stack(record):
 def _per_run(one, more, runs):
     """The sites that leaked under one run and grew by at least a block
     per run under `runs`, with their bytes and blocks per run, most
-    bytes first."""
+    bytes first.  With `one` None (a cheap diagnosis: no capture of one
+    run), the sites that kept at least a block per run under `runs`,
+    what they kept divided by `runs`: what a run replaces (one copy left)
+    is still left out, what a run adds to a copy kept from before is not
+    told apart."""
     result = []
     for key, (size, count, site) in more.items():
         if site["function"] == _TRACEMALLOC and site["file"] is None:
             continue
-        size_one, count_one, _ = one.get(key, (0, 0, None))
-        if count_one < 1 or count - count_one < runs - 1:
-            continue
-        site = dict(site, bytes=(size - size_one) // (runs - 1),
-                    blocks=(count - count_one) // (runs - 1))
+        if one is None:
+            size_one, count_one, compared = 0, 0, runs
+            if count < runs:
+                continue
+        else:
+            size_one, count_one, _ = one.get(key, (0, 0, None))
+            compared = runs - 1
+            if count_one < 1 or count - count_one < compared:
+                continue
+        site = dict(site, bytes=(size - size_one) // compared,
+                    blocks=(count - count_one) // compared)
         site["objects"] = _object_files(site["function"], site["file"])
         result.append(site)
     result.sort(key=lambda s: (-s["bytes"], -s["blocks"], s["file"],

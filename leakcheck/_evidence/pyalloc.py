@@ -16,6 +16,7 @@ from .frames import charged_frame, ignored, outside_frames, owned_elsewhere
 __all__ = ["PyAllocations", "object_allocations", "NOTE_CODE_STOPS"]
 
 TRACE_FRAMES = 10         # tracemalloc frames kept per allocation
+CHEAP_FRAMES = 1          # the same, for a cheap diagnosis
 NOTE_CODE_STOPS = (
     "no Python lines: the code calls tracemalloc.stop() itself, which ends "
     "the diagnosis's tracing (and drops its traces) in every run; the rest "
@@ -53,11 +54,12 @@ class PyAllocations(Evidence):
         # then traced on both sides, not read as memory the code kept.
         if tracemalloc.is_tracing():
             return None
-        tracemalloc.start(TRACE_FRAMES)
+        frames = CHEAP_FRAMES if self.request.cheap else TRACE_FRAMES
+        tracemalloc.start(frames)
         self.started = True
         failure = run(1)
         if (tracemalloc.is_tracing()
-                and tracemalloc.get_traceback_limit() == TRACE_FRAMES):
+                and tracemalloc.get_traceback_limit() == frames):
             return failure
         self.started = False        # what runs now, if anything, is theirs
         self.stopped = True

@@ -10,7 +10,6 @@ _judge, _finish), _diagnose() re-runs a leaking test to say what grew.
 
 import os
 import time
-import tracemalloc
 
 import pluggy
 import pytest
@@ -56,7 +55,6 @@ JUNIT_RUNS = "leakcheck_runs"           # JUnit properties of a hunted test
 JUNIT_SECONDS = "leakcheck_seconds"
 
 DIAGNOSIS_RUNS = 2       # runs diagnose() compares
-DIAGNOSIS_FRAMES = 10    # tracemalloc frames kept per allocation
 
 BAD_SETTINGS = pytest.StashKey[str]()     # on an item: why it cannot run
 OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
@@ -403,36 +401,29 @@ def _diagnose(h, leaking, mode, run_time, keep_objects=False,
     The re-runs get a budget of DIAGNOSE_BUDGET times the test's own run
     time (`run_time`, seconds, at least DIAGNOSE_FLOOR in all): a re-run
     that would start past it (tracing makes a run ~10 times slower) is not
-    made, and the diagnosis says so.  `mode` "cheap" traces one frame deep
-    and compares one run; "off" re-runs nothing.  h.runs counts the
-    re-runs and gives each its time limit.  With `keep_objects`, the
-    diagnosis holds what the runs left alive (for the dump) until the
-    caller drops it; with `capture_dir`, memray's capture is kept there."""
+    made, and the diagnosis says so.  `mode` "cheap" compares one run,
+    diagnosed cheaply (diagnose()'s `cheap`); "off" re-runs nothing.
+    h.runs counts the re-runs and gives each its time limit.  With
+    `keep_objects`, the diagnosis holds what the runs left alive (for the
+    dump) until the caller drops it; with `capture_dir`, memray's capture
+    is kept there."""
     if mode == "off":
         return None, MSG_DIAGNOSIS_OFF
     budget = max(settingsmod.DIAGNOSE_FLOOR,
                  settingsmod.DIAGNOSE_BUDGET * run_time)
     run_once = _BudgetedRun(h, budget, run_time)
-    frames, runs = ((1, 1) if mode == "cheap"
-                    else (DIAGNOSIS_FRAMES, DIAGNOSIS_RUNS))
-    started = False
+    cheap = mode == "cheap"
     diagnosis = None
     try:
-        if mode == "cheap" and not tracemalloc.is_tracing():
-            tracemalloc.start(frames)
-            started = True
-            run_once()
-        diagnosis = leakcheck.diagnose(run_once, list(leaking), runs=runs,
+        diagnosis = leakcheck.diagnose(run_once, list(leaking),
+                                       runs=1 if cheap else DIAGNOSIS_RUNS,
                                        ignore=_HARNESS,
                                        keep_objects=keep_objects,
-                                       capture_dir=capture_dir)
+                                       capture_dir=capture_dir, cheap=cheap)
     except _OutOfBudget:
         pass
     except Exception:
         return None, None
-    finally:
-        if started:
-            tracemalloc.stop()
     return diagnosis, _budget_note(diagnosis, budget, run_time)
 
 

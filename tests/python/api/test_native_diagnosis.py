@@ -1,6 +1,7 @@
 """The C lines of a leak: diagnose() re-runs the code under memray and
 names the line of leakylib.c that allocated what survived, per run, with
-its object file and the Python line that called into it.
+its object file and the Python line that called into it; a cheap
+diagnosis only when the C heap alone grew.
 
 memray is the optional extra leakcheck[native]; ./scripts/test installs
 it, and there these tests must not skip (LEAKCHECK_TESTS_NEED_MEMRAY)."""
@@ -15,6 +16,7 @@ import textwrap
 import pytest
 
 import leakcheck
+from leakcheck._evidence.native import NOTE_CHEAP, NOTE_NO_MEMRAY
 
 LEAKYLIB = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "leakylib", "leakylib.c")
@@ -429,3 +431,63 @@ def test_another_tracer_is_left_alone_and_the_note_says_why():
                             "another trace function is set")
                for n in diagnosis.notes)
     assert seen                     # still theirs, all along
+
+
+# ---- a cheap diagnosis (diagnose(..., cheap=True), --leaks-diagnose=cheap)
+# runs memray only when the C heap alone grew, and keeps one frame per
+# Python allocation.
+
+CHEAP_PROBES = ["blocks", "py_allocs", "py_bytes"]
+
+
+@needs_memray
+def test_cheap_leaves_out_memray_when_python_probes_grew(leaky):
+    full = leakcheck.diagnose(lambda: leak_pymem(leaky), CHEAP_PROBES)
+    assert [s["function"] for s in full.native] == ["leak_pymem"]
+    assert NOTE_CHEAP not in full.notes
+
+    cheap = leakcheck.diagnose(lambda: leak_pymem(leaky), CHEAP_PROBES,
+                               runs=1, cheap=True)
+    assert cheap.native == []
+    assert cheap.capture is None
+    assert NOTE_CHEAP in cheap.notes
+    # The Python line that called into C is still named, one frame deep.
+    top = cheap.allocations[0]
+    assert (top["file"], top["line"]) == (__file__, PYMEM_CALL)
+    assert [(f["file"], f["line"]) for f in top["traceback"]] == \
+        [(__file__, PYMEM_CALL)]
+    assert f"note: {NOTE_CHEAP}" in str(cheap)
+
+
+@needs_memray
+def test_cheap_runs_memray_when_the_c_heap_alone_grew(leaky):
+    cheap = leakcheck.diagnose(lambda: leak_native(leaky), ["native_bytes"],
+                               runs=1, cheap=True)
+    assert [(s["function"], s["bytes"], s["blocks"])
+            for s in cheap.native] == [("leak_native", 5000, 1)]
+    assert NOTE_CHEAP not in cheap.notes
+
+
+def test_without_memray_cheap_says_what_it_left_out(leaky, monkeypatch):
+    # Where memray would be missing anyway, the note still says why no C
+    # line was looked for, not how to install memray.
+    monkeypatch.setitem(sys.modules, "memray", None)
+    cheap = leakcheck.diagnose(lambda: leak_pymem(leaky), CHEAP_PROBES,
+                               runs=1, cheap=True)
+    assert cheap.native == []
+    assert NOTE_CHEAP in cheap.notes
+    assert not any(note.startswith(NOTE_NO_MEMRAY.split("(")[0])
+                   for note in cheap.notes)
+
+
+def test_cheap_asks_no_c_lines_for_objects_and_descriptors():
+    kept = []
+    cheap = leakcheck.diagnose(lambda: kept.append(os.open(os.devnull,
+                                                           os.O_RDONLY)),
+                               ["fds"], runs=1, cheap=True)
+    try:
+        assert len(cheap.fds) == 1
+        assert NOTE_CHEAP not in cheap.notes     # fds: no C lines to skip
+    finally:
+        for fd in kept:
+            os.close(fd)

@@ -2,7 +2,8 @@
 leak is named at the extension's line (not at glibc's string/strdup.c) in
 the failure, the JSON report and the HTML page; a leaked dict of strings,
 which the collector does not track, at its PyDict_New() line, with a
-note saying why no type is named.
+note saying why no type is named.  With --leaks-diagnose=cheap, memray
+re-runs only a test whose C heap alone grew.
 
 memray is the optional extra leakcheck[native]; ./scripts/test installs
 it, and there these tests must not skip (LEAKCHECK_TESTS_NEED_MEMRAY)."""
@@ -15,6 +16,8 @@ import pathlib
 import sys
 
 import pytest
+
+from leakcheck._evidence.native import NOTE_CHEAP
 
 try:
     import memray
@@ -114,3 +117,45 @@ def test_strdup_and_an_untracked_dict_are_named_at_the_extensions_lines(
     html = (pytester.path / "page.html").read_text()
     assert "leak_strdup" in html and str(strdup_line) in html
     assert "strdup.c" not in html and "__GI_" not in html
+
+
+# --leaks-diagnose=cheap: a PyMem block lost by C code is named at the
+# test's Python line with no memray re-run (a note says the C line was
+# left out), where the default names its C line; a malloc() only the C
+# heap sees still gets its C line.
+CHEAP_TESTS = '''
+
+def test_pymem():
+    leakylib.leak_pymem(3000)
+
+
+def test_malloc():
+    leakylib.leak_native(5000)
+'''
+# The line of the call, in the file pytester writes (stripped).
+PYMEM_LINE = (TEST_FILE + CHEAP_TESTS).strip().splitlines().index(
+    "    leakylib.leak_pymem(3000)") + 1
+
+
+@pytest.mark.parametrize("mode", ["cheap", "full"])
+def test_cheap_runs_memray_only_for_the_c_heap_alone(pytester, read_report,
+                                                      mode):
+    pytester.makepyfile(test_ext=TEST_FILE.format(path=_build_leakylib())
+                        + CHEAP_TESTS)
+    result = pytester.runpytest_subprocess(
+        "--leaks", f"--leaks-diagnose={mode}", "--leaks-report=r.json",
+        "-k", "pymem or malloc")
+    result.assert_outcomes(failed=2, deselected=4)
+    _, tests = read_report()
+    pymem = tests["test_ext.py::test_pymem"]["diagnosis"]
+    malloc = tests["test_ext.py::test_malloc"]["diagnosis"]
+    assert [s["function"] for s in malloc["native"]] == ["leak_native"]
+    assert NOTE_CHEAP not in malloc["notes"]
+    assert any(a["line"] == PYMEM_LINE for a in pymem["allocations"]), pymem
+    if mode == "cheap":
+        assert pymem["native"] == []
+        assert NOTE_CHEAP in pymem["notes"]
+        result.stdout.fnmatch_lines([f"note: {NOTE_CHEAP}"])
+    else:
+        assert [s["function"] for s in pymem["native"]] == ["leak_pymem"]
+        assert NOTE_CHEAP not in pymem["notes"]
