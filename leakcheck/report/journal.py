@@ -128,10 +128,11 @@ class Journal:
                     "host": socket.gethostname(), "created": now(),
                     "report": meta})
 
-    def write(self, event):
-        """Appends one event as one line with one write: a kill leaves it
-        whole or, at worst, the last line torn."""
-        _write_all(self.fd, (_encode(event) + "\n").encode("ascii"))
+    def write(self, *events):
+        """Appends the events, one line each, with one write: a kill leaves
+        them whole or, at worst, the last line torn."""
+        _write_all(self.fd, "".join(_encode(event) + "\n"
+                                    for event in events).encode("ascii"))
 
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed

@@ -90,8 +90,12 @@ def protocol(item, nextitem):
         state.freezer.end()
         return None
     ihook = item.ihook
-    for rep in reports:
-        ihook.pytest_runtest_logreport(report=rep)
+    state.logging = item.nodeid
+    try:
+        for rep in reports:
+            ihook.pytest_runtest_logreport(report=rep)
+    finally:
+        state.logging = None
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 

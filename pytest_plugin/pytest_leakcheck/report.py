@@ -8,7 +8,8 @@ While the session runs, every test's start, record and end go to the
 journal REPORT.journal at once: a process that dies where nothing can
 write loses nothing, and whoever reads the report next (the gate, the html
 command, the next run) builds it from the journal, with the test that was
-running as "crashed".  At the end the report is written whole and
+running as "crashed".  A hunted test's record, which comes when its every
+phase is over, goes with its end in one write: two writes per test.  At the end the report is written whole and
 atomically (leakcheck.write_report), then the journal is removed.
 """
 
@@ -55,6 +56,7 @@ class Report:
         self.written = False        # the final write happened
         self.write_error = None     # why the last write failed
         self.journal = None
+        self.pending = None         # a record event to write with the next
 
     def open(self):
         """Starts the journal.  A journal left by an earlier run that died
@@ -81,11 +83,14 @@ class Report:
         self.journal = lcreport.Journal(jpath, self.meta)
         return said
 
-    def _event(self, event):
+    def _event(self, *events):
         if self.journal is None or self.written:
             return
+        if self.pending is not None:
+            events = (self.pending, *events)
+            self.pending = None
         try:
-            self.journal.write(event)
+            self.journal.write(*events)
         except OSError as e:
             self.write_error = f"{e.strerror or e}"
 
@@ -97,13 +102,21 @@ class Report:
         self.running[test_id] = event
         self._event(event)
 
-    def add(self, record):
+    def add(self, record, with_finish=False):
+        """Journals `record`; with `with_finish` (its test's phases are all
+        over: only its end is left to log), in one write with that end, or
+        with whatever event comes first."""
         self.records[record["id"]] = record
-        self._event({"record": record})
+        if with_finish and self.pending is None:
+            self.pending = {"record": record}
+        else:
+            self._event({"record": record})
 
     def finish(self, test_id):
         if self.running.pop(test_id, None) is not None:
             self._event({"finish": test_id})
+        elif self.pending is not None:
+            self._event()
 
     def mark_partial(self, reason):
         if reason not in self.partial_reasons:

@@ -142,11 +142,13 @@ class State:
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
         self.interrupted = False          # pytest_keyboard_interrupt said why
+        # The test whose hunt logs its reports, every phase over.
+        self.logging = None
 
     def add(self, rec):
         self.records[rec["id"]] = rec
         if self.report is not None:
-            self.report.add(rec)
+            self.report.add(rec, with_finish=rec["id"] == self.logging)
 
     def mark_partial(self, reason):
         if self.report is not None:
