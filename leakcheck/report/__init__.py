@@ -24,12 +24,14 @@ from .files import UnusableInput, printable, write_json as write_report
 from .journal import (MSG_CRASHED, MSG_UNFINISHED, InUse, Journal,
                       journal_path, recover)
 from .load import load_baseline, load_report
-from .schema import (BASELINE_SCHEMA, JOURNAL_SCHEMA, RECORD_FIELDS,
+from .schema import (BASELINE_SCHEMA, COST_CATEGORIES, JOURNAL_SCHEMA,
+                     RECORD_FIELDS, SESSION_COSTS,
                      REPORT_ORDER, REPORT_SCHEMA, VERDICTS, crashed_record,
                      document, is_known, judged, record, summary_of)
 
 __all__ = [
-    "BASELINE_SCHEMA", "JOURNAL_SCHEMA", "RECORD_FIELDS", "REPORT_ORDER",
+    "BASELINE_SCHEMA", "COST_CATEGORIES", "JOURNAL_SCHEMA", "RECORD_FIELDS",
+    "REPORT_ORDER", "SESSION_COSTS",
     "REPORT_SCHEMA", "VERDICTS", "DumpError", "InUse", "Journal",
     "MSG_CRASHED", "MSG_UNFINISHED", "UnusableInput", "crashed_record",
     "diagnosis_sites", "document", "is_known", "journal_path", "judged",

@@ -16,6 +16,7 @@ atomically (leakcheck.write_report), then the journal is removed.
 import os
 import platform
 import sys
+import time
 
 import leakcheck
 import leakcheck.report as lcreport
@@ -57,6 +58,7 @@ class Report:
         self.write_error = None     # why the last write failed
         self.journal = None
         self.pending = None         # a record event to write with the next
+        self.cpu = 0.0              # CPU seconds journaling and writing
 
     def open(self):
         """Starts the journal.  A journal left by an earlier run that died
@@ -89,10 +91,12 @@ class Report:
         if self.pending is not None:
             events = (self.pending, *events)
             self.pending = None
+        began = time.process_time()
         try:
             self.journal.write(*events)
         except OSError as e:
             self.write_error = f"{e.strerror or e}"
+        self.cpu += time.process_time() - began
 
     def start(self, test_id, location=None):
         path, lineno = (location or (None, None))[:2]
@@ -128,13 +132,18 @@ class Report:
         return lcreport.document(
             self.meta, self.records, self.running, reasons,
             unfinished=(lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
-                        if reasons else lcreport.MSG_CRASHED))
+                        if reasons else lcreport.MSG_CRASHED),
+            session_costs={"report": round(self.cpu, 4)})
 
     def write(self):
         """The final write: the report whole, then no journal.  Raises
         OSError (the journal stays: nothing is lost)."""
         self._event({"done": True})
-        leakcheck.write_report(self.path, self.document())
+        began = time.process_time()
+        try:
+            leakcheck.write_report(self.path, self.document())
+        finally:
+            self.cpu += time.process_time() - began
         self.written = True
         if self.journal is not None:
             self.journal.close(remove=True)

@@ -5,6 +5,7 @@ gone, a report sent back from a worker)."""
 
 import atexit
 import gc
+import heapq
 import os
 import signal
 import sys
@@ -138,6 +139,10 @@ class State:
         self.worker_id = workerinput.get("workerid") if workerinput else None
         self.report = None                # reportmod.Report, in the writer
         self.records = {}                 # test id -> record, for the summary
+        # CPU seconds leakcheck added, by category, over the records; and
+        # the costliest tests, [(seconds, test id)] as a heap.
+        self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
+        self.costliest = []
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
@@ -147,6 +152,18 @@ class State:
 
     def add(self, rec):
         self.records[rec["id"]] = rec
+        costs = rec.get("hunt_costs")
+        if isinstance(costs, dict):
+            total = 0.0
+            for key in self.costs:
+                value = costs.get(key) or 0.0
+                self.costs[key] += value
+                total += value
+            entry = (total, rec["id"])
+            if len(self.costliest) < COSTLIEST_KEPT:
+                heapq.heappush(self.costliest, entry)
+            elif entry > self.costliest[0]:
+                heapq.heapreplace(self.costliest, entry)
         if self.report is not None:
             self.report.add(rec, with_finish=rec["id"] == self.logging)
 
@@ -160,6 +177,10 @@ class State:
         return (self.settings.hunt_all
                 or item.get_closest_marker(settingsmod.MARKER) is not None)
 
+
+# The costliest tests the state keeps for the summary (--durations asks for
+# at most this many there).
+COSTLIEST_KEPT = 20
 
 STATE = pytest.StashKey[State]()
 UNSUPPORTED = pytest.StashKey[str]()      # why nothing is judged at all

@@ -17,6 +17,13 @@ MSG_VERBOSE_RUNS_TIME = "{word} ({runs} runs, +{seconds:.2f}s)"
 MSG_HUNT_TIME = ("leakcheck: hunting added {seconds:.2f}s over {tests} "
                  "test{s} ({runs} runs beyond the reported ones); slowest:")
 MSG_HUNT_LINE = "{seconds:.2f}s {runs:>3} runs  {id}"
+MSG_COSTS = ("leakcheck: added {total:.2f}s of CPU time over {tests} "
+             "test{s} ({per_test:.2f} ms a test): snapshots and settling "
+             "{snapshots:.2f}s, extra runs {extra_runs:.2f}s, confirmation "
+             "{confirmation:.2f}s, diagnosis {diagnosis:.2f}s, its own "
+             "bookkeeping {bookkeeping:.2f}s, the report {report:.2f}s; "
+             "costliest:")
+MSG_COST_LINE = "{seconds:.3f}s  {id}"
 SLOWEST_HUNTS = 3       # lines of the summary's slowest hunts (--durations
                         # sets another count)
 MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
@@ -149,6 +156,7 @@ def summary(tr, config, state):
             if probe in available:
                 tr.write_line(MSG_NOT_COMPARED.format(
                     id=r["id"], probe=probe, why=why))
+    _costs(tr, config, state, len(recs))
     _hunt_times(tr, config, recs)
     if state.freezer.refused:
         tr.write_line(MSG_GC_FROZEN)
@@ -184,14 +192,37 @@ def _report_line(tr, report):
                       f"{report.path}: {report.write_error}", red=True)
 
 
+def _listed(config):
+    """How many of the slowest or costliest tests the summary lists:
+    SLOWEST_HUNTS, or the count --durations gives (0: all it has)."""
+    count = config.getoption("durations", None)
+    return SLOWEST_HUNTS if count is None else count
+
+
+def _costs(tr, config, state, tests):
+    """The CPU time leakcheck added to the session, by category (the
+    report's own too), and the tests that cost most."""
+    if not state.costliest:
+        return
+    report = state.report.cpu if state.report is not None else 0.0
+    total = sum(state.costs.values()) + report
+    tr.write_line(MSG_COSTS.format(
+        total=total, tests=tests, s="s" if tests != 1 else "",
+        per_test=total / tests * 1000, report=report, **state.costs))
+    count = _listed(config)
+    costliest = sorted(state.costliest, reverse=True)
+    for seconds, test_id in costliest[:count] if count > 0 else costliest:
+        tr.write_line("  " + MSG_COST_LINE.format(seconds=seconds,
+                                                  id=test_id))
+
+
 def _hunt_times(tr, config, recs):
     """What hunting added to the session's time, and the slowest hunts, as
     --durations lists the slowest phases (its count, when given)."""
     hunted = [r for r in recs if (r.get("test_runs") or 0) > 1]
     if not hunted:
         return
-    count = config.getoption("durations", None)
-    count = SLOWEST_HUNTS if count is None else count
+    count = _listed(config)
     hunted.sort(key=lambda r: r.get("hunt_seconds") or 0, reverse=True)
     tr.write_line(MSG_HUNT_TIME.format(
         seconds=sum(r.get("hunt_seconds") or 0 for r in hunted),

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import leakcheck.report as lcreport
 from leakcheck import gate
 from pytest_leakcheck import report as reportmod
 from pytest_leakcheck import session, terminal
@@ -35,7 +36,7 @@ RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "repeat", "runs", "warmup_measured", "probes", "leaking",
                "deltas", "thresholds",
                "diagnosis", "worker", "unread", "threads", "test_runs",
-               "hunt_seconds", "judged"}
+               "hunt_seconds", "judged", "hunt_costs"}
 
 
 def test_report_schema(pytester, read_report):
@@ -53,6 +54,9 @@ def test_report_schema(pytester, read_report):
     assert set(report["probes"]) >= set(report["settings"]["probes"])
     assert report["environment"]["python"] == ".".join(
         map(str, sys.version_info[:3]))
+    costs = report["summary"].pop("costs")
+    assert set(costs) == set(lcreport.COST_CATEGORIES) | {"report"}
+    assert all(v >= 0 for v in costs.values())
     assert report["summary"] == {"tests": 4, "leak": 1, "clean": 1,
                                  "error": 1, "skipped": 1, "crashed": 0,
                                  "known": 0}
