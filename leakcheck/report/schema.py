@@ -189,13 +189,26 @@ def document(meta, records, running=(), reasons=(), created=None,
     reported crashed, with the reason `unfinished`.  `reasons` why the run
     did not finish make it partial."""
     records = dict(records)
-    for test_id, start in dict(running).items():
-        if test_id not in records:
-            records[test_id] = crashed_record(
-                test_id, unfinished, start.get("file"), start.get("line"),
-                start.get("worker"))
+    records.update(crashed_records(records, running, unfinished))
+    return sorted_document(meta, [records[k] for k in sorted(records)],
+                           reasons, created, session_costs)
+
+
+def crashed_records(records, running, unfinished):
+    """{test id: crashed_record()} of the tests in `running` {test id:
+    start event} that have no record in `records`."""
+    return {test_id: crashed_record(test_id, unfinished, start.get("file"),
+                                    start.get("line"), start.get("worker"))
+            for test_id, start in dict(running).items()
+            if test_id not in records}
+
+
+def sorted_document(meta, tests, reasons=(), created=None,
+                    session_costs=None):
+    """document() of `tests`, the records sorted by id: a list, or a
+    files.Entries that reads them one at a time (twice: for the summary,
+    then to write them)."""
     reasons = list(dict.fromkeys(reasons))
-    tests = [records[k] for k in sorted(records)]
     return {
         "schema": REPORT_SCHEMA,
         "partial": bool(reasons),

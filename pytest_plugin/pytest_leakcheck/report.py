@@ -10,7 +10,10 @@ write loses nothing, and whoever reads the report next (the gate, the html
 command, the next run) builds it from the journal, with the test that was
 running as "crashed".  A hunted test's record, which comes when its every
 phase is over, goes with its end in one write: two writes per test.  At the end the report is written whole and
-atomically (leakcheck.write_report), then the journal is removed.
+atomically (leakcheck.write_report), then the journal is removed.  The
+records are not kept in memory meanwhile, only where each one is in the
+journal: the report is written from there, a record at a time (one the
+journal could not take is kept).
 """
 
 import os
@@ -51,7 +54,9 @@ class Report:
         self.path = path
         self.meta = {"settings": settings, "probes": probes,
                      "environment": environment}
-        self.records = {}           # test id -> record, last one wins
+        # test id -> where its record is in the journal, (offset, length),
+        # or the record itself until journaled; the last one wins.
+        self.records = {}
         self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
         self.written = False        # the final write happened
@@ -93,9 +98,15 @@ class Report:
             self.pending = None
         began = time.process_time()
         try:
-            self.journal.write(*events)
+            where = self.journal.write(*events)
         except OSError as e:
             self.write_error = f"{e.strerror or e}"
+        else:
+            for event, at in zip(events, where):
+                record = event.get("record")
+                if record is not None and \
+                        self.records.get(record["id"]) is record:
+                    self.records[record["id"]] = at
         self.cpu += time.process_time() - began
 
     def start(self, test_id, location=None):
@@ -110,7 +121,7 @@ class Report:
         """Journals `record`; with `with_finish` (its test's phases are all
         over: only its end is left to log), in one write with that end, or
         with whatever event comes first."""
-        self.records[record["id"]] = record
+        self.records[record["id"]] = record     # until journaled
         if with_finish and self.pending is None:
             self.pending = {"record": record}
         else:
@@ -127,12 +138,29 @@ class Report:
             self.partial_reasons.append(reason)
             self._event({"partial": reason})
 
+    def _record(self, test_id):
+        """The record of `test_id`, read back from the journal."""
+        at = self.records[test_id]
+        return self.journal.read_line(at)["record"] if type(at) is tuple \
+            else at
+
     def document(self):
+        """The report's document; its tests (lcreport.Entries) are read from
+        the journal as they are written."""
         reasons = self.partial_reasons
-        return lcreport.document(
-            self.meta, self.records, self.running, reasons,
-            unfinished=(lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
-                        if reasons else lcreport.MSG_CRASHED),
+        crashed = lcreport.crashed_records(
+            self.records, self.running,
+            lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
+            if reasons else lcreport.MSG_CRASHED)
+        ids = sorted([*self.records, *crashed])
+
+        def tests():
+            for test_id in ids:
+                rec = crashed.get(test_id)
+                yield rec if rec is not None else self._record(test_id)
+
+        return lcreport.sorted_document(
+            self.meta, lcreport.Entries(len(ids), tests), reasons,
             session_costs={"report": round(self.cpu, 4)})
 
     def write(self):

@@ -138,7 +138,13 @@ class State:
         workerinput = getattr(config, "workerinput", None)
         self.worker_id = workerinput.get("workerid") if workerinput else None
         self.report = None                # reportmod.Report, in the writer
-        self.records = {}                 # test id -> record, for the summary
+        # What the summary needs of each record, not the record: test id ->
+        # (verdict, known, test_runs, hunt_seconds); the records of leaks
+        # and of tests not judged, trimmed to their line's fields; what
+        # was not compared, {test id: {probe: why}}.
+        self.tests = {}
+        self.problems = {}
+        self.unread = {}
         # CPU seconds leakcheck added, by category, over the records; and
         # the costliest tests, [(seconds, test id)] as a heap.
         self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
@@ -151,7 +157,17 @@ class State:
         self.logging = None
 
     def add(self, rec):
-        self.records[rec["id"]] = rec
+        test_id = rec["id"]
+        self.tests[test_id] = (rec["verdict"], bool(rec.get("known")),
+                               rec.get("test_runs") or 0,
+                               rec.get("hunt_seconds") or 0)
+        self.problems.pop(test_id, None)
+        if rec["verdict"] == "leak" or not lcreport.judged(rec):
+            self.problems[test_id] = {key: rec.get(key)
+                                      for key in PROBLEM_FIELDS}
+        self.unread.pop(test_id, None)
+        if rec.get("unread"):
+            self.unread[test_id] = dict(rec["unread"])
         costs = rec.get("hunt_costs")
         if isinstance(costs, dict):
             total = 0.0
@@ -178,6 +194,10 @@ class State:
                 or item.get_closest_marker(settingsmod.MARKER) is not None)
 
 
+# The fields of a record the summary's line of a leak or of a test not
+# judged reads.
+PROBLEM_FIELDS = ("id", "verdict", "known", "judged", "reason", "leaking",
+                  "deltas")
 # The costliest tests the state keeps for the summary (--durations asks for
 # at most this many there).
 COSTLIEST_KEPT = 20

@@ -3,7 +3,7 @@
 import pytest
 
 import leakcheck.report as lcreport
-from leakcheck.report import gate, html, schema
+from leakcheck.report import files, gate, html, schema
 from leakcheck.report.files import UnusableInput
 
 from report_helpers import leak, report_of
@@ -171,3 +171,24 @@ def test_entry_problem_names_the_field(entry, problem):
 def test_a_built_record_passes_the_readers_check():
     assert schema.entry_problem(leak()) is None
     assert schema.entry_problem(lcreport.crashed_record("t", "x")) is None
+
+
+def test_a_document_read_as_it_is_written_is_laid_out_the_same(tmp_path):
+    """A report whose tests are an Entries (read one at a time) is the
+    same text as the one whose tests are a list."""
+    tests = [lcreport.record(f"t.py::test_{n}", "clean", "passed",
+                             hunt_costs=dict.fromkeys(
+                                 lcreport.COST_CATEGORIES, 0.25))
+             for n in range(3)]
+    meta = {"settings": {"hunt": "all"}, "probes": {}, "environment": {}}
+    for listed in (tests, []):
+        doc = schema.sorted_document(meta, listed, ["why"], created="x")
+        streamed = schema.sorted_document(
+            meta, lcreport.Entries(len(listed), lambda: iter(listed)),
+            ["why"], created="x")
+        assert streamed["summary"] == doc["summary"]
+        path = tmp_path / "r.json"
+        lcreport.write_report(path, streamed)
+        assert path.read_text() == files.layout(doc)
+        assert schema.document(meta, {t["id"]: t for t in listed},
+                               reasons=["why"], created="x") == doc
