@@ -9,11 +9,12 @@ journal REPORT.journal at once: a process that dies where nothing can
 write loses nothing, and whoever reads the report next (the gate, the html
 command, the next run) builds it from the journal, with the test that was
 running as "crashed".  A hunted test's record, which comes when its every
-phase is over, goes with its end in one write: two writes per test.  At the end the report is written whole and
-atomically (leakcheck.write_report), then the journal is removed.  The
-records are not kept in memory meanwhile, only where each one is in the
-journal: the report is written from there, a record at a time (one the
-journal could not take is kept).
+phase is over, goes with its end in one write: two writes per test.  At
+the end the report is written whole and atomically
+(leakcheck.write_report), then the journal is removed.  The records are
+not kept in memory meanwhile, only where each one is in the journal: the
+report is written from there, a record at a time (one the journal could
+not take is kept).
 """
 
 import os
