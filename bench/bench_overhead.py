@@ -118,6 +118,8 @@ def run(directory, python, args, marks_path, autoload):
 
 
 def once_count(report_path):
+    """(tests, tests that ran once, the CPU seconds the report's summary
+    says leakcheck added, or None when it says none) of a --leaks report."""
     with open(report_path) as f:
         report = json.load(f)
     tests = report["tests"]
@@ -125,7 +127,9 @@ def once_count(report_path):
     if verdicts != ["clean"]:
         sys.exit(f"bench_overhead: --leaks verdicts {verdicts}, "
                  f"expected only clean")
-    return len(tests), sum(1 for t in tests if t["test_runs"] == 1)
+    costs = report["summary"].get("costs")
+    return (len(tests), sum(1 for t in tests if t["test_runs"] == 1),
+            sum(costs.values()) if costs else None)
 
 
 def one_time(marks):
@@ -172,9 +176,9 @@ def main(argv=None):
                                  args.all_plugins)
                 cpu[name].append(seconds)
                 marks[name].append(one_time(m))
-        n, once = once_count(report)
+        n, once, said = once_count(report)
         if args.against:
-            n_against, once_against = once_count(against)
+            n_against, once_against, said_against = once_count(against)
         version = subprocess.run(
             [args.python, "-c", "import sys; print(sys.version.split()[0])"],
             capture_output=True, text=True).stdout.strip()
@@ -207,10 +211,20 @@ def main(argv=None):
             print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
                   f"(session CPU only: {session / tests * 1000:.3f} ms; "
                   f"paired by round: {paired / tests * 1000:.3f} ms)")
-        print(f"--leaks report: {n} tests, all clean, {once} ran once")
+        print(f"--leaks report: {n} tests, all clean, {once} ran once"
+              + _said(said, tests))
         if args.against:
             print(f"against's report: {n_against} tests, all clean, "
-                  f"{once_against} ran once")
+                  f"{once_against} ran once" + _said(said_against, tests))
+
+
+def _said(seconds, tests):
+    """What the last report's summary says leakcheck added, to set beside
+    the measured overhead."""
+    if seconds is None:
+        return ""
+    return (f"; its summary says leakcheck added {seconds:.3f} s CPU "
+            f"({seconds / tests * 1000:.3f} ms per test)")
 
 
 if __name__ == "__main__":

@@ -144,25 +144,51 @@ def load_json(path, what):
     return parse_json(read_text(path, what), path, what)
 
 
+class Entries:
+    """A top-level list of a document read as it is written: `count`
+    entries that `entries()` yields (a report's tests, one at a time from
+    its journal), so that a large report is never whole in memory."""
+
+    def __init__(self, count, entries):
+        self.count = count
+        self.entries = entries
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        return iter(self.entries())
+
+
 def layout(data):
     """JSON text of a report or baseline: one line per top-level key, and
     one line per entry of a top-level list or object, so that files diff
     and grep well.  ASCII only: a test id holding any code point, a lone
     surrogate too, is written escaped."""
-    lines = []
+    return "".join(layout_pieces(data))
+
+
+def layout_pieces(data):
+    """layout()'s text in pieces, an entry of a top-level list (or
+    Entries) at a time."""
+    yield "{\n"
     for i, (key, value) in enumerate(data.items()):
-        head = f"  {json.dumps(key)}: "
+        head = f"{chr(10) if i else ''}  {json.dumps(key)}: "
         comma = "," if i < len(data) - 1 else ""
-        if isinstance(value, list) and value:
-            items = [f"    {json.dumps(v)}" for v in value]
-            lines.append(head + "[\n" + ",\n".join(items) + "\n  ]" + comma)
+        if isinstance(value, Entries) and not len(value):
+            value = []
+        if isinstance(value, (list, Entries)) and len(value):
+            yield head + "["
+            for n, v in enumerate(value):
+                yield f"{',' if n else ''}\n    {json.dumps(v)}"
+            yield "\n  ]" + comma
         elif isinstance(value, dict) and value and key != "environment":
             items = [f"    {json.dumps(k)}: {json.dumps(v)}"
                      for k, v in value.items()]
-            lines.append(head + "{\n" + ",\n".join(items) + "\n  }" + comma)
+            yield head + "{\n" + ",\n".join(items) + "\n  }" + comma
         else:
-            lines.append(head + json.dumps(value) + comma)
-    return "{\n" + "\n".join(lines) + "\n}\n"
+            yield head + json.dumps(value) + comma
+    yield "\n}\n"
 
 
 def write_json(path: Union[str, "os.PathLike[str]"],
@@ -170,7 +196,7 @@ def write_json(path: Union[str, "os.PathLike[str]"],
     """Writes a report or baseline `data` to `path` atomically, in the
     layout layout() gives (see write_text).  Public as
     leakcheck.write_report."""
-    write_text(path, layout(data))
+    write_text(path, layout_pieces(data))
 
 
 def write_text(path, text, errors="strict"):
@@ -182,29 +208,33 @@ def write_text(path, text, errors="strict"):
     than a regular file (a device, a pipe, a terminal: /dev/stdout,
     /dev/full) is written in place, never replaced by a file.  `errors` is
     the UTF-8 encoder's (an HTML page escapes a lone surrogate with
-    "backslashreplace").  Raises OSError."""
+    "backslashreplace").  `text` may be an iterable of pieces, written as
+    they come.  Raises OSError."""
     path = os.fspath(path)
+    pieces = (text,) if isinstance(text, str) else text
     try:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         regular = None
     if regular is False:
         with open(path, "w", encoding="utf-8", errors=errors) as f:
-            f.write(text)
+            for piece in pieces:
+                f.write(piece)
         return
     if regular:
         path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    data = text.encode("utf-8", errors)
     fd, tmp = tempfile.mkstemp(prefix=".leakcheck-", suffix=".tmp",
                                dir=directory)
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)   # as open() would, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors,
+                       newline="") as f:
+            for piece in pieces:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

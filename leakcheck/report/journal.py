@@ -92,7 +92,7 @@ def _claim(path):
     """A descriptor of the journal at `path`, emptied and locked for this
     process alone; InUse when a live session holds it."""
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND
                      | os.O_CLOEXEC, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -124,14 +124,33 @@ class Journal:
     def __init__(self, path, meta):
         self.path = path
         self.fd = _claim(path)
+        self.size = 0               # bytes written: the file's, once claimed
         self.write({"schema": JOURNAL_SCHEMA, "pid": os.getpid(),
                     "host": socket.gethostname(), "created": now(),
                     "report": meta})
 
-    def write(self, event):
-        """Appends one event as one line with one write: a kill leaves it
-        whole or, at worst, the last line torn."""
-        _write_all(self.fd, (_encode(event) + "\n").encode("ascii"))
+    def write(self, *events):
+        """Appends the events, one line each, with one write: a kill leaves
+        them whole or, at worst, the last line torn.  Returns where each
+        line is in the file, [(offset, length)], for read_line()."""
+        lines = [(_encode(event) + "\n").encode("ascii") for event in events]
+        try:
+            _write_all(self.fd, b"".join(lines))
+        except BaseException:
+            # Part of it may be written: the size is the file's.
+            self.size = os.fstat(self.fd).st_size
+            raise
+        where = []
+        for line in lines:
+            where.append((self.size, len(line)))
+            self.size += len(line)
+        return where
+
+    def read_line(self, where):
+        """The event of the line at `where` (what write() returned for it),
+        read back from the file."""
+        offset, length = where
+        return json.loads(os.pread(self.fd, length, offset))
 
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed

@@ -28,7 +28,15 @@ process died while it ran) holds RECORD_FIELDS:
     thresholds {probe: int}, diagnosis (null or Diagnosis.to_dict()),
     worker, unread {probe: why it was asked for but not compared}, threads
     (other threads that ran while it measured), test_runs (times the test
-    ran, all told), hunt_seconds (what they added to its first run).
+    ran, all told), hunt_seconds (what they added to its first run),
+    hunt_costs (null, or the CPU seconds leakcheck added to the test by
+    COST_CATEGORIES: its snapshots and settling, extra runs, confirming
+    runs, diagnosis, and its own bookkeeping; a record written before this
+    field has none).
+
+The "summary" holds "costs" too when its records have hunt_costs: their
+sums by category, with "report", the CPU seconds the report's journal and
+writing took (up to the document's making).
 
 "run_id" (a string, or null) names the run a report belongs to, shared by
 every shard and matrix job of one run.  Readers ignore what they do not
@@ -69,7 +77,13 @@ RECORD_FIELDS = ("id", "verdict", "outcome", "known", "reason", "file",
                  "line", "warmup", "repeat", "runs", "warmup_measured",
                  "probes", "leaking", "deltas", "thresholds", "diagnosis",
                  "worker", "unread", "threads", "test_runs", "hunt_seconds",
-                 "judged")
+                 "judged", "hunt_costs")
+
+# What leakcheck adds to a test, in a record's hunt_costs; the summary's
+# "costs" adds the report's own, SESSION_COSTS.
+COST_CATEGORIES = ("snapshots", "extra_runs", "confirmation", "diagnosis",
+                   "bookkeeping")
+SESSION_COSTS = ("report",)
 
 # How a report written before records had "judged" said that leakcheck
 # could not judge a test: an error whose reason starts with this.  Read
@@ -87,7 +101,7 @@ def record(id, verdict, outcome, *, known=False, judged=True, reason=None,
            file=None, line=None, warmup=None, repeat=None, runs=0,
            warmup_measured=False, probes=(), leaking=(), deltas=None,
            thresholds=None, diagnosis=None, worker=None, unread=None,
-           threads=(), test_runs=0, hunt_seconds=0.0):
+           threads=(), test_runs=0, hunt_seconds=0.0, hunt_costs=None):
     """A test's report record, its fields in RECORD_FIELDS' order (see the
     module's text).  `judged` is False when leakcheck could not judge the
     test (a bad marker argument, passed then failed on a re-run, an engine
@@ -105,7 +119,8 @@ def record(id, verdict, outcome, *, known=False, judged=True, reason=None,
              "thresholds": dict(thresholds or {}), "diagnosis": diagnosis,
              "worker": worker, "unread": dict(unread or {}),
              "threads": list(threads), "test_runs": test_runs,
-             "hunt_seconds": hunt_seconds, "judged": bool(judged)}
+             "hunt_seconds": hunt_seconds, "judged": bool(judged),
+             "hunt_costs": None if hunt_costs is None else dict(hunt_costs)}
 
 
 def crashed_record(test_id, reason, file=None, line=None, worker=None):
@@ -139,33 +154,61 @@ def is_known(known, test_id, leaking):
     return probes is not None and set(leaking) <= set(probes)
 
 
-def summary_of(records):
+def summary_of(records, session_costs=None):
     """The "summary" of a report of `records`: tests, a count per verdict
-    (in REPORT_ORDER), and the leaks the baseline knows."""
+    (in REPORT_ORDER), and the leaks the baseline knows; "costs" when a
+    record has hunt_costs or `session_costs` ({SESSION_COSTS: seconds}) is
+    given."""
     counts = {"tests": len(records)}
     counts.update({v: 0 for v in REPORT_ORDER})
     counts["known"] = 0
+    costs = None
     for r in records:
         counts[r["verdict"]] += 1
         counts["known"] += bool(r.get("known"))
+        own = r.get("hunt_costs")
+        if isinstance(own, dict):
+            costs = costs or dict.fromkeys(COST_CATEGORIES, 0.0)
+            for key in COST_CATEGORIES:
+                value = own.get(key)
+                if isinstance(value, (int, float)):
+                    costs[key] += value
+    if session_costs is not None:
+        costs = costs or dict.fromkeys(COST_CATEGORIES, 0.0)
+        costs.update(session_costs)
+    if costs is not None:
+        counts["costs"] = {k: round(v, 4) for k, v in costs.items()}
     return counts
 
 
 def document(meta, records, running=(), reasons=(), created=None,
-             unfinished=None):
+             unfinished=None, session_costs=None):
     """The report document of `meta` (settings, probes, environment),
     `records` {test id: record}, and `running` {test id: start event} of
     the tests that began and never finished: those without a record are
     reported crashed, with the reason `unfinished`.  `reasons` why the run
     did not finish make it partial."""
     records = dict(records)
-    for test_id, start in dict(running).items():
-        if test_id not in records:
-            records[test_id] = crashed_record(
-                test_id, unfinished, start.get("file"), start.get("line"),
-                start.get("worker"))
+    records.update(crashed_records(records, running, unfinished))
+    return sorted_document(meta, [records[k] for k in sorted(records)],
+                           reasons, created, session_costs)
+
+
+def crashed_records(records, running, unfinished):
+    """{test id: crashed_record()} of the tests in `running` {test id:
+    start event} that have no record in `records`."""
+    return {test_id: crashed_record(test_id, unfinished, start.get("file"),
+                                    start.get("line"), start.get("worker"))
+            for test_id, start in dict(running).items()
+            if test_id not in records}
+
+
+def sorted_document(meta, tests, reasons=(), created=None,
+                    session_costs=None):
+    """document() of `tests`, the records sorted by id: a list, or a
+    files.Entries that reads them one at a time (twice: for the summary,
+    then to write them)."""
     reasons = list(dict.fromkeys(reasons))
-    tests = [records[k] for k in sorted(records)]
     return {
         "schema": REPORT_SCHEMA,
         "partial": bool(reasons),
@@ -174,7 +217,7 @@ def document(meta, records, running=(), reasons=(), created=None,
         "environment": meta.get("environment"),
         "settings": meta.get("settings"),
         "probes": meta.get("probes"),
-        "summary": summary_of(tests),
+        "summary": summary_of(tests, session_costs),
         "tests": tests,
     }
 

@@ -88,8 +88,12 @@ def protocol(item, nextitem):
         state.freezer.end()
         return None
     ihook = item.ihook
-    for rep in reports:
-        ihook.pytest_runtest_logreport(report=rep)
+    state.logging = item.nodeid
+    try:
+        for rep in reports:
+            ihook.pytest_runtest_logreport(report=rep)
+    finally:
+        state.logging = None
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 
@@ -121,13 +125,13 @@ class _Hunt:
     """What one test's hunt holds from its first run to its verdict."""
 
     __slots__ = ("item", "state", "settings", "series", "runs", "progress",
-                 "runner")
+                 "runner", "costs")
 
     def __init__(self, item, state, settings, series, runs, progress,
-                 runner):
+                 runner, costs):
         self.item, self.state, self.settings = item, state, settings
         self.series, self.runs, self.progress = series, runs, progress
-        self.runner = runner
+        self.runner, self.costs = runner, costs
 
     def record(self, verdict, outcome, **kw):
         return _record(self.item, self.state, self.settings, verdict,
@@ -145,8 +149,10 @@ def hunt(item, nextitem, state):
     # their deaths would go uncounted while their successors count.  (On
     # 3.14 and 3.15 a reported run right after a freeze still reads one
     # object more, from elsewhere: such a test runs three times.)
+    costs = perrun.Costs(state.report)
     state.freezer.begin(item.config)
-    h = _start(item, nextitem, state)
+    costs.snapshots = time.process_time() - costs.began
+    h = _start(item, nextitem, state, costs)
     if h is None:
         return None
     reports, failure, error, run_time = _run_series(h)
@@ -166,10 +172,14 @@ def hunt(item, nextitem, state):
                    and outcome == "passed")
 
 
-def _start(item, nextitem, state):
+def _start(item, nextitem, state, costs):
     """The test's settings, series, runs and runner, made before the
     series' first snapshot; None (the reason in BAD_SETTINGS) when its
     settings are bad."""
+    # pytest's own: where the test is, and the start of its log (less the
+    # report's journal, a cost of its own), as pytest's protocol has them.
+    with costs.pytests_own():
+        item.location
     try:
         settings = settingsmod.for_item(item, state.settings.defaults)
         series = leakcheck.Series(
@@ -181,8 +191,9 @@ def _start(item, nextitem, state):
         # The test errors in its setup, run by pytest's own protocol.
         item.stash[BAD_SETTINGS] = str(e)
         return None
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
-                                       location=item.location)
+    with costs.pytests_own():
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
+                                           location=item.location)
     runs = perrun.Runs(item)
     progress = progressmod.Progress(item.config, item.name, state.worker_id)
     # With one warm-up run, the engine reads the reported run too (a run
@@ -190,7 +201,8 @@ def _start(item, nextitem, state):
     # the runner makes ready what pytest keeps of that run.
     runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
                         timed=runs.unmeasured)
-    return _Hunt(item, state, settings, series, runs, progress, runner)
+    return _Hunt(item, state, settings, series, runs, progress, runner,
+                 costs)
 
 
 def _run_series(h):
@@ -198,8 +210,11 @@ def _run_series(h):
     run does not pass, or the engine raises; returns (the reported run's
     reports, the report of a failed extra run or None, the engine's
     exception or None, the slowest measured run in seconds).  Everything
-    made between two snapshots here is that run's growth: nothing is."""
-    item, series, runs, runner = h.item, h.series, h.runs, h.runner
+    made between two snapshots here is that run's growth: nothing is.
+    What each part costs goes to h.costs."""
+    item, series, runs, runner, costs = (h.item, h.series, h.runs,
+                                         h.runner, h.costs)
+    clock = time.process_time
     total = h.settings.warmup + h.settings.repeat
     reports = None
     failure = None      # the report of a failed extra run
@@ -209,6 +224,7 @@ def _run_series(h):
     # measured run, they would be its growth.
     run_time = float(0)
     began = float(0)
+    cpu = clock()
     while True:
         try:
             if reports is not None or h.settings.warmup == 1:
@@ -217,12 +233,16 @@ def _run_series(h):
         except Exception as e:
             error = e
             break
+        finally:
+            costs.snapshots += clock() - cpu
         if not more:
             break
         h.progress.show(
             progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
             if series.confirming or runs.count >= total else
             progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
+        confirming = series.confirming
+        cpu = clock()
         with runs.run():
             if reports is None:
                 reports = runner.run_reported()
@@ -230,11 +250,20 @@ def _run_series(h):
                 began = time.perf_counter()
                 failure = runner.run_again()
                 run_time = max(run_time, time.perf_counter() - began)
+        if runs.count == 1:
+            costs.reported += clock() - cpu
+        elif confirming:
+            costs.confirmation += clock() - cpu
+        else:
+            costs.extra_runs += clock() - cpu
+        cpu = clock()
         if outcome_of(reports) != "passed" or failure is not None:
             break
     if reports is None:
+        cpu = clock()
         with runs.run():
             reports = runner.run_reported()
+        costs.reported += clock() - cpu
     return reports, failure, error, run_time
 
 
@@ -283,9 +312,11 @@ def _leaked(h, call, outcome, run_time):
     report is a section of the passing test's)."""
     item, series, state = h.item, h.series, h.state
     dump_dir = state.settings.dump_dir
+    cpu = time.process_time()
     diagnosis, note = _diagnose(h, series.leaking, state.settings.diagnose,
                                 run_time, keep_objects=bool(dump_dir),
                                 capture_dir=dump_dir)
+    h.costs.diagnosis += time.process_time() - cpu
     text = series.report(diagnosis=diagnosis)
     if note is not None and diagnosis is None:
         text += f"\nnote: {note}"
@@ -316,8 +347,15 @@ def _finish(h, reports, call, rec, judged):
         # The teardown phase alone is not a run of the test; one more whole
         # run is.
         alone = h.runner.tears_down_alone()
+        cpu = time.process_time()
         with h.runs.unmeasured() if alone else h.runs.run():
             reports, final_failure = h.runner.finish(reports, alone)
+        # The teardown phase alone is the reported run's, which pytest
+        # would have run too.
+        if alone:
+            h.costs.reported += time.process_time() - cpu
+        else:
+            h.costs.extra_runs += time.process_time() - cpu
     if final_failure is not None and judged:
         # The extra run that tears down wider fixtures failed: the test
         # does not pass every run, as a failed measured run would show.
@@ -326,6 +364,7 @@ def _finish(h, reports, call, rec, judged):
     h.progress.clear()
     rec["test_runs"] = h.runs.count
     rec["hunt_seconds"] = round(h.runs.added_seconds(), 3)
+    rec["hunt_costs"] = h.costs.as_dict()
     if h.runs.count > 1:
         # junitxml reads the properties of the teardown report.
         reports[-1].user_properties.extend([

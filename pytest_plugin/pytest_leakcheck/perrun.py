@@ -153,6 +153,60 @@ class Runs:
         return max(0.0, time.perf_counter() - self.started - self.first)
 
 
+class Costs:
+    """The CPU seconds (time.process_time) leakcheck adds to one test, by
+    leakcheck.report's COST_CATEGORIES, and those of its reported run.
+    Every field is a float of its own from the start, and each reading
+    replaces one float by another: read between two snapshots, they grow
+    nothing."""
+
+    __slots__ = ("began", "journal", "journal_began", "reported",
+                 "snapshots", "extra_runs", "confirmation", "diagnosis")
+
+    def __init__(self, journal=None):
+        # The session's report (None without one), whose journaling is a
+        # category of the session's: what it took during the hunt is not
+        # the hunt's bookkeeping.
+        self.journal = journal
+        self.journal_began = self._journaled()
+        self.began = time.process_time()
+        self.reported = float(0)
+        self.snapshots = float(0)
+        self.extra_runs = float(0)
+        self.confirmation = float(0)
+        self.diagnosis = float(0)
+
+    def _journaled(self):
+        return self.journal.cpu if self.journal is not None else 0.0
+
+    @contextlib.contextmanager
+    def pytests_own(self):
+        """What pytest's own protocol does too, done by the hunt instead
+        (the reported run's, for the accounting), less the journal's
+        share."""
+        began, journaled = time.process_time(), self._journaled()
+        try:
+            yield
+        finally:
+            self.reported += (time.process_time() - began -
+                              (self._journaled() - journaled))
+
+    def as_dict(self):
+        """The record's hunt_costs: what the other categories leave of the
+        time since the hunt began is leakcheck's own bookkeeping (making
+        the run ready, the record, its hooks), less what the report's
+        journal took meanwhile."""
+        spent = time.process_time() - self.began - self.reported
+        spent -= self._journaled() - self.journal_began
+        measured = (self.snapshots + self.extra_runs + self.confirmation +
+                    self.diagnosis)
+        return {"snapshots": round(self.snapshots, 6),
+                "extra_runs": round(self.extra_runs, 6),
+                "confirmation": round(self.confirmation, 6),
+                "diagnosis": round(self.diagnosis, 6),
+                "bookkeeping": round(max(0.0, spent - measured), 6)}
+
+
 def arm(item):
     """A run of `item` begins its setup: its time limit starts."""
     runs = item.stash.get(RUNS, None)

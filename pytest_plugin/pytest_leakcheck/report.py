@@ -8,13 +8,19 @@ While the session runs, every test's start, record and end go to the
 journal REPORT.journal at once: a process that dies where nothing can
 write loses nothing, and whoever reads the report next (the gate, the html
 command, the next run) builds it from the journal, with the test that was
-running as "crashed".  At the end the report is written whole and
-atomically (leakcheck.write_report), then the journal is removed.
+running as "crashed".  A hunted test's record, which comes when its every
+phase is over, goes with its end in one write: two writes per test.  At
+the end the report is written whole and atomically
+(leakcheck.write_report), then the journal is removed.  The records are
+not kept in memory meanwhile, only where each one is in the journal: the
+report is written from there, a record at a time (one the journal could
+not take is kept).
 """
 
 import os
 import platform
 import sys
+import time
 
 import leakcheck
 import leakcheck.report as lcreport
@@ -49,12 +55,16 @@ class Report:
         self.path = path
         self.meta = {"settings": settings, "probes": probes,
                      "environment": environment}
-        self.records = {}           # test id -> record, last one wins
+        # test id -> where its record is in the journal, (offset, length),
+        # or the record itself until journaled; the last one wins.
+        self.records = {}
         self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
         self.written = False        # the final write happened
         self.write_error = None     # why the last write failed
         self.journal = None
+        self.pending = None         # a record event to write with the next
+        self.cpu = 0.0              # CPU seconds journaling and writing
 
     def open(self):
         """Starts the journal.  A journal left by an earlier run that died
@@ -81,13 +91,24 @@ class Report:
         self.journal = lcreport.Journal(jpath, self.meta)
         return said
 
-    def _event(self, event):
+    def _event(self, *events):
         if self.journal is None or self.written:
             return
+        if self.pending is not None:
+            events = (self.pending, *events)
+            self.pending = None
+        began = time.process_time()
         try:
-            self.journal.write(event)
+            where = self.journal.write(*events)
         except OSError as e:
             self.write_error = f"{e.strerror or e}"
+        else:
+            for event, at in zip(events, where):
+                record = event.get("record")
+                if record is not None and \
+                        self.records.get(record["id"]) is record:
+                    self.records[record["id"]] = at
+        self.cpu += time.process_time() - began
 
     def start(self, test_id, location=None):
         path, lineno = (location or (None, None))[:2]
@@ -97,31 +118,61 @@ class Report:
         self.running[test_id] = event
         self._event(event)
 
-    def add(self, record):
-        self.records[record["id"]] = record
-        self._event({"record": record})
+    def add(self, record, with_finish=False):
+        """Journals `record`; with `with_finish` (its test's phases are all
+        over: only its end is left to log), in one write with that end, or
+        with whatever event comes first."""
+        self.records[record["id"]] = record     # until journaled
+        if with_finish and self.pending is None:
+            self.pending = {"record": record}
+        else:
+            self._event({"record": record})
 
     def finish(self, test_id):
         if self.running.pop(test_id, None) is not None:
             self._event({"finish": test_id})
+        elif self.pending is not None:
+            self._event()
 
     def mark_partial(self, reason):
         if reason not in self.partial_reasons:
             self.partial_reasons.append(reason)
             self._event({"partial": reason})
 
+    def _record(self, test_id):
+        """The record of `test_id`, read back from the journal."""
+        at = self.records[test_id]
+        return self.journal.read_line(at)["record"] if type(at) is tuple \
+            else at
+
     def document(self):
+        """The report's document; its tests (lcreport.Entries) are read from
+        the journal as they are written."""
         reasons = self.partial_reasons
-        return lcreport.document(
-            self.meta, self.records, self.running, reasons,
-            unfinished=(lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
-                        if reasons else lcreport.MSG_CRASHED))
+        crashed = lcreport.crashed_records(
+            self.records, self.running,
+            lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
+            if reasons else lcreport.MSG_CRASHED)
+        ids = sorted([*self.records, *crashed])
+
+        def tests():
+            for test_id in ids:
+                rec = crashed.get(test_id)
+                yield rec if rec is not None else self._record(test_id)
+
+        return lcreport.sorted_document(
+            self.meta, lcreport.Entries(len(ids), tests), reasons,
+            session_costs={"report": round(self.cpu, 4)})
 
     def write(self):
         """The final write: the report whole, then no journal.  Raises
         OSError (the journal stays: nothing is lost)."""
         self._event({"done": True})
-        leakcheck.write_report(self.path, self.document())
+        began = time.process_time()
+        try:
+            leakcheck.write_report(self.path, self.document())
+        finally:
+            self.cpu += time.process_time() - began
         self.written = True
         if self.journal is not None:
             self.journal.close(remove=True)

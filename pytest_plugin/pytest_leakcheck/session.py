@@ -5,6 +5,7 @@ gone, a report sent back from a worker)."""
 
 import atexit
 import gc
+import heapq
 import os
 import signal
 import sys
@@ -137,16 +138,50 @@ class State:
         workerinput = getattr(config, "workerinput", None)
         self.worker_id = workerinput.get("workerid") if workerinput else None
         self.report = None                # reportmod.Report, in the writer
-        self.records = {}                 # test id -> record, for the summary
+        # What the summary needs of each record, not the record: test id ->
+        # (verdict, known, test_runs, hunt_seconds); the records of leaks
+        # and of tests not judged, trimmed to their line's fields; what
+        # was not compared, {test id: {probe: why}}.
+        self.tests = {}
+        self.problems = {}
+        self.unread = {}
+        # CPU seconds leakcheck added, by category, over the records; and
+        # the costliest tests, [(seconds, test id)] as a heap.
+        self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
+        self.costliest = []
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
         self.interrupted = False          # pytest_keyboard_interrupt said why
+        # The test whose hunt logs its reports, every phase over.
+        self.logging = None
 
     def add(self, rec):
-        self.records[rec["id"]] = rec
+        test_id = rec["id"]
+        self.tests[test_id] = (rec["verdict"], bool(rec.get("known")),
+                               rec.get("test_runs") or 0,
+                               rec.get("hunt_seconds") or 0)
+        self.problems.pop(test_id, None)
+        if rec["verdict"] == "leak" or not lcreport.judged(rec):
+            self.problems[test_id] = {key: rec.get(key)
+                                      for key in PROBLEM_FIELDS}
+        self.unread.pop(test_id, None)
+        if rec.get("unread"):
+            self.unread[test_id] = dict(rec["unread"])
+        costs = rec.get("hunt_costs")
+        if isinstance(costs, dict):
+            total = 0.0
+            for key in self.costs:
+                value = costs.get(key) or 0.0
+                self.costs[key] += value
+                total += value
+            entry = (total, rec["id"])
+            if len(self.costliest) < COSTLIEST_KEPT:
+                heapq.heappush(self.costliest, entry)
+            elif entry > self.costliest[0]:
+                heapq.heapreplace(self.costliest, entry)
         if self.report is not None:
-            self.report.add(rec)
+            self.report.add(rec, with_finish=rec["id"] == self.logging)
 
     def mark_partial(self, reason):
         if self.report is not None:
@@ -158,6 +193,14 @@ class State:
         return (self.settings.hunt_all
                 or item.get_closest_marker(settingsmod.MARKER) is not None)
 
+
+# The fields of a record the summary's line of a leak or of a test not
+# judged reads.
+PROBLEM_FIELDS = ("id", "verdict", "known", "judged", "reason", "leaking",
+                  "deltas")
+# The costliest tests the state keeps for the summary (--durations asks for
+# at most this many there).
+COSTLIEST_KEPT = 20
 
 STATE = pytest.StashKey[State]()
 UNSUPPORTED = pytest.StashKey[str]()      # why nothing is judged at all

@@ -17,6 +17,13 @@ MSG_VERBOSE_RUNS_TIME = "{word} ({runs} runs, +{seconds:.2f}s)"
 MSG_HUNT_TIME = ("leakcheck: hunting added {seconds:.2f}s over {tests} "
                  "test{s} ({runs} runs beyond the reported ones); slowest:")
 MSG_HUNT_LINE = "{seconds:.2f}s {runs:>3} runs  {id}"
+MSG_COSTS = ("leakcheck: added {total:.2f}s of CPU time over {tests} "
+             "test{s} ({per_test:.2f} ms a test): snapshots and settling "
+             "{snapshots:.2f}s, extra runs {extra_runs:.2f}s, confirmation "
+             "{confirmation:.2f}s, diagnosis {diagnosis:.2f}s, its own "
+             "bookkeeping {bookkeeping:.2f}s, the report {report:.2f}s; "
+             "costliest:")
+MSG_COST_LINE = "{seconds:.3f}s  {id}"
 SLOWEST_HUNTS = 3       # lines of the summary's slowest hunts (--durations
                         # sets another count)
 MSG_SUMMARY = ("leakcheck: {tests} test{s} checked: {leak} leak, {clean} "
@@ -130,26 +137,28 @@ _PLAIN_WORDS = settingsmod.installed_pytest() < (8, 0)
 def summary(tr, config, state):
     """The session's closing lines: what leaked or could not be judged,
     the counts, what was not compared, what hunting cost, the report."""
-    if state is None or not state.records:
+    if state is None or not state.tests:
         return
-    recs = [state.records[k] for k in sorted(state.records)]
-    leaks = [r for r in recs if r["verdict"] == "leak"]
-    _problems(tr, recs, leaks)
+    problems = [state.problems[k] for k in sorted(state.problems)]
+    leaks = [r for r in problems if r["verdict"] == "leak"]
+    _problems(tr, problems, leaks)
     counts = {v: 0 for v in reportmod.VERDICTS}
-    for r in recs:
-        counts[r["verdict"]] += 1
+    for verdict, _, _, _ in state.tests.values():
+        counts[verdict] += 1
     known = sum(1 for r in leaks if r["known"])
+    tests = len(state.tests)
     tr.write_line(MSG_SUMMARY.format(
-        tests=len(recs), s="s" if len(recs) != 1 else "",
+        tests=tests, s="s" if tests != 1 else "",
         known=f" ({known} known from the baseline)" if known else "",
         **counts))
     available = {p.name for p in leakcheck.probes() if p.available}
-    for r in recs:
-        for probe, why in (r.get("unread") or {}).items():
+    for test_id in sorted(state.unread):
+        for probe, why in state.unread[test_id].items():
             if probe in available:
                 tr.write_line(MSG_NOT_COMPARED.format(
-                    id=r["id"], probe=probe, why=why))
-    _hunt_times(tr, config, recs)
+                    id=test_id, probe=probe, why=why))
+    _costs(tr, config, state, tests)
+    _hunt_times(tr, config, state.tests)
     if state.freezer.refused:
         tr.write_line(MSG_GC_FROZEN)
     _report_line(tr, state.report)
@@ -184,20 +193,44 @@ def _report_line(tr, report):
                       f"{report.path}: {report.write_error}", red=True)
 
 
-def _hunt_times(tr, config, recs):
+def _listed(config):
+    """How many of the slowest or costliest tests the summary lists:
+    SLOWEST_HUNTS, or the count --durations gives (0: all it has)."""
+    count = config.getoption("durations", None)
+    return SLOWEST_HUNTS if count is None else count
+
+
+def _costs(tr, config, state, tests):
+    """The CPU time leakcheck added to the session, by category (the
+    report's own too), and the tests that cost most."""
+    if not state.costliest:
+        return
+    report = state.report.cpu if state.report is not None else 0.0
+    total = sum(state.costs.values()) + report
+    tr.write_line(MSG_COSTS.format(
+        total=total, tests=tests, s="s" if tests != 1 else "",
+        per_test=total / tests * 1000, report=report, **state.costs))
+    count = _listed(config)
+    costliest = sorted(state.costliest, reverse=True)
+    for seconds, test_id in costliest[:count] if count > 0 else costliest:
+        tr.write_line("  " + MSG_COST_LINE.format(seconds=seconds,
+                                                  id=test_id))
+
+
+def _hunt_times(tr, config, tests):
     """What hunting added to the session's time, and the slowest hunts, as
-    --durations lists the slowest phases (its count, when given)."""
-    hunted = [r for r in recs if (r.get("test_runs") or 0) > 1]
+    --durations lists the slowest phases (its count, when given), from
+    `tests` {test id: (verdict, known, test_runs, hunt_seconds)}."""
+    hunted = [(test_id, runs, seconds) for test_id, (_, _, runs, seconds)
+              in sorted(tests.items()) if runs > 1]
     if not hunted:
         return
-    count = config.getoption("durations", None)
-    count = SLOWEST_HUNTS if count is None else count
-    hunted.sort(key=lambda r: r.get("hunt_seconds") or 0, reverse=True)
+    count = _listed(config)
+    hunted.sort(key=lambda h: h[2], reverse=True)
     tr.write_line(MSG_HUNT_TIME.format(
-        seconds=sum(r.get("hunt_seconds") or 0 for r in hunted),
+        seconds=sum(seconds for _, _, seconds in hunted),
         tests=len(hunted), s="s" if len(hunted) != 1 else "",
-        runs=sum(r["test_runs"] - 1 for r in hunted)))
-    for r in hunted[:count] if count > 0 else hunted:
+        runs=sum(runs - 1 for _, runs, _ in hunted)))
+    for test_id, runs, seconds in hunted[:count] if count > 0 else hunted:
         tr.write_line("  " + MSG_HUNT_LINE.format(
-            seconds=r.get("hunt_seconds") or 0, runs=r["test_runs"],
-            id=r["id"]))
+            seconds=seconds, runs=runs, id=test_id))

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import leakcheck.report as lcreport
 from leakcheck import gate, journal
 from pytest_leakcheck import report as reportmod
 from pytest_leakcheck import settings
@@ -64,6 +65,10 @@ def test_a_run_that_dies_loses_nothing(pytester, death):
     assert crashed["reason"] == journal.MSG_CRASHED
     assert (crashed["file"], crashed["line"]) == ("test_die.py", 9)
     assert recs["test_die.py::test_n[4]"]["verdict"] == "leak"
+    # Rebuilt from the journal: what the tests cost, not the report's own.
+    costs = report["summary"].pop("costs")
+    assert set(costs) == set(lcreport.COST_CATEGORIES)
+    assert all(v >= 0 for v in costs.values())
     assert report["summary"] == {"tests": 31, "leak": 1, "clean": 29,
                                  "error": 0, "skipped": 0, "crashed": 1,
                                  "known": 0}

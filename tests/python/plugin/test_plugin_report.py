@@ -4,10 +4,12 @@ journal: test_journal.py."""
 
 import io
 import json
+import os
 import sys
 
 import pytest
 
+import leakcheck.report as lcreport
 from leakcheck import gate
 from pytest_leakcheck import report as reportmod
 from pytest_leakcheck import session, terminal
@@ -35,7 +37,7 @@ RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "repeat", "runs", "warmup_measured", "probes", "leaking",
                "deltas", "thresholds",
                "diagnosis", "worker", "unread", "threads", "test_runs",
-               "hunt_seconds", "judged"}
+               "hunt_seconds", "judged", "hunt_costs"}
 
 
 def test_report_schema(pytester, read_report):
@@ -53,6 +55,9 @@ def test_report_schema(pytester, read_report):
     assert set(report["probes"]) >= set(report["settings"]["probes"])
     assert report["environment"]["python"] == ".".join(
         map(str, sys.version_info[:3]))
+    costs = report["summary"].pop("costs")
+    assert set(costs) == set(lcreport.COST_CATEGORIES) | {"report"}
+    assert all(v >= 0 for v in costs.values())
     assert report["summary"] == {"tests": 4, "leak": 1, "clean": 1,
                                  "error": 1, "skipped": 1, "crashed": 0,
                                  "known": 0}
@@ -228,3 +233,52 @@ def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
             in out.splitlines())
     status, out, _ = _gate(str(pytester.path / "r.json"), "--allow-partial")
     assert status == 0 and "accepted (--allow-partial)" in out
+
+
+def test_the_report_keeps_where_records_are_not_the_records(tmp_path,
+                                                            monkeypatch):
+    """The writer keeps where each record is in the journal, and writes
+    the report from there, a record at a time: the same report as from
+    the records.  A record the journal could not take is kept, and in the
+    report all the same; the last record of a test wins."""
+    path = str(tmp_path / "r.json")
+    rep = reportmod.Report(path, settings={"hunt": "all"}, probes={},
+                           environment={"python": "3"})
+    rep.open()
+    recs = {}
+    for n in (2, 0, 1):
+        test_id = f"t.py::test_{n}"
+        rep.start(test_id, ("t.py", n))
+        recs[test_id] = lcreport.record(test_id, "clean", "passed",
+                                        deltas={"blocks": [0]},
+                                        hunt_costs=dict.fromkeys(
+                                            lcreport.COST_CATEGORIES, 0.5))
+        rep.add(recs[test_id], with_finish=n != 1)
+        rep.finish(test_id)
+    recs["t.py::test_0"] = lcreport.record("t.py::test_0", "leak", "failed",
+                                           leaking=["blocks"])
+    rep.add(recs["t.py::test_0"])
+    assert all(type(at) is tuple for at in rep.records.values())
+
+    def refused(*events):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rep.journal, "write", refused)
+    recs["t.py::test_3"] = lcreport.record("t.py::test_3", "skipped",
+                                           "skipped")
+    rep.start("t.py::test_4", ("t.py", 4))      # never finishes
+    rep.add(recs["t.py::test_3"])
+    assert rep.records["t.py::test_3"] is recs["t.py::test_3"]
+    assert rep.write_error == "No space left on device"
+    monkeypatch.undo()
+    rep.write()
+    with open(path) as f:
+        written = json.load(f)
+    expected = lcreport.document(
+        rep.meta, recs, {"t.py::test_4": {"file": "t.py", "line": 5}},
+        created=written["created"], unfinished=lcreport.MSG_CRASHED,
+        session_costs={"report": written["summary"]["costs"]["report"]})
+    assert written == json.loads(json.dumps(expected))
+    assert [t["verdict"] for t in written["tests"]] == [
+        "leak", "clean", "clean", "skipped", "crashed"]
+    assert not os.path.exists(path + ".journal")

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+import leakcheck.report as lcreport
 from pytest_leakcheck import hunt, terminal
 
 MIXED = '''
@@ -84,6 +85,42 @@ def test_hunt_time_in_junit_and_summary(pytester, read_report):
     ] + ["  " + terminal.MSG_HUNT_LINE.format(
         seconds=recs[i]["hunt_seconds"], runs=recs[i]["test_runs"], id=i)
         for i in slowest[:terminal.SLOWEST_HUNTS]])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_summary_says_what_leakcheck_added_by_category(pytester,
+                                                       read_report, workers):
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           *workers)
+    report, recs = read_report()
+    for test_id in IDS:
+        costs = recs[test_id]["hunt_costs"]
+        assert set(costs) == set(lcreport.COST_CATEGORIES)
+        assert all(v >= 0 for v in costs.values())
+        assert costs["snapshots"] > 0
+    # The leaks were diagnosed, and every test ran more than once.
+    assert recs[IDS[1]]["hunt_costs"]["diagnosis"] > 0
+    assert recs[IDS[0]]["hunt_costs"]["diagnosis"] == 0
+    assert all(recs[i]["hunt_costs"]["extra_runs"] +
+               recs[i]["hunt_costs"]["confirmation"] > 0 for i in IDS)
+    summed = report["summary"]["costs"]
+    assert set(summed) == set(lcreport.COST_CATEGORIES) | {"report"}
+    for key in lcreport.COST_CATEGORIES:
+        assert summed[key] == pytest.approx(
+            sum(recs[i]["hunt_costs"][key] for i in IDS), abs=1e-3)
+    line = next(line for line in result.stdout.lines
+                if line.startswith("leakcheck: added "))
+    total = float(line.split()[2][:-1])
+    assert total >= sum(summed[k] for k in lcreport.COST_CATEGORIES) - 0.01
+    assert " over 3 tests " in line and line.endswith("costliest:")
+    costliest = sorted(IDS, key=lambda i: sum(
+        recs[i]["hunt_costs"].values()), reverse=True)
+    result.stdout.fnmatch_lines([line] + [
+        "  " + terminal.MSG_COST_LINE.format(
+            seconds=sum(recs[i]["hunt_costs"].values()), id=i).replace(
+                ".", "?", 1)
+        for i in costliest[:terminal.SLOWEST_HUNTS]])
 
 
 def test_durations_sets_how_many_hunts_are_listed(pytester):

@@ -63,3 +63,16 @@ def test_a_held_journal_is_not_taken(tmp_path):
     assert not os.path.lexists(path)
     second = journal.Journal(path, {})
     second.close(remove=True)
+
+
+def test_a_line_written_is_read_back_where_write_said(tmp_path):
+    path = str(tmp_path / "r.json.journal")
+    j = journal.Journal(path, {})
+    events = [{"start": "t"}, {"record": {"id": "t", "n": [1, 2]}},
+              {"finish": "t"}]
+    where = j.write(*events)
+    assert len(where) == 3
+    assert [j.read_line(at) for at in where] == events
+    assert j.read_line(j.write({"done": True})[0]) == {"done": True}
+    assert j.size == os.path.getsize(path)
+    j.close(remove=True)

@@ -3,7 +3,7 @@
 import pytest
 
 import leakcheck.report as lcreport
-from leakcheck.report import gate, html, schema
+from leakcheck.report import files, gate, html, schema
 from leakcheck.report.files import UnusableInput
 
 from report_helpers import leak, report_of
@@ -25,7 +25,7 @@ def test_a_record_keeps_every_field_and_adds_judged():
         deltas={"blocks": (0, 0, 0)}, thresholds={"blocks": 1},
         diagnosis=None, worker="gw0", unread={"refs": "release build"},
         threads=["t"], test_runs=4, hunt_seconds=0.25, judged=True)
-    assert set(rec) == PLUGIN_FIELDS | {"judged"}
+    assert set(rec) == PLUGIN_FIELDS | {"judged", "hunt_costs"}
     assert tuple(rec) == lcreport.RECORD_FIELDS
     assert rec["deltas"] == {"blocks": [0, 0, 0]}
     assert rec["judged"] is True and rec["worker"] == "gw0"
@@ -37,6 +37,21 @@ def test_the_defaults_are_those_of_a_test_not_yet_measured():
     assert rec["runs"] == 0 and rec["probes"] == [] and rec["deltas"] == {}
     assert rec["known"] is False and rec["judged"] is False
     assert rec["hunt_seconds"] == 0.0 and rec["diagnosis"] is None
+    assert rec["hunt_costs"] is None
+
+
+def test_the_summary_sums_the_costs_of_records_that_have_them():
+    old = lcreport.record("t.py::test_old", "clean", "passed")
+    new = lcreport.record("t.py::test_new", "clean", "passed",
+                          hunt_costs=dict(snapshots=0.5, extra_runs=0.25,
+                                          confirmation=0, diagnosis=1,
+                                          bookkeeping=0.125))
+    assert "costs" not in schema.summary_of([old])
+    assert schema.summary_of([old, new])["costs"] == {
+        "snapshots": 0.5, "extra_runs": 0.25, "confirmation": 0.0,
+        "diagnosis": 1.0, "bookkeeping": 0.125}
+    assert schema.summary_of([old], {"report": 0.5})["costs"] == {
+        **dict.fromkeys(lcreport.COST_CATEGORIES, 0.0), "report": 0.5}
 
 
 def test_a_record_refuses_an_unknown_verdict():
@@ -156,3 +171,24 @@ def test_entry_problem_names_the_field(entry, problem):
 def test_a_built_record_passes_the_readers_check():
     assert schema.entry_problem(leak()) is None
     assert schema.entry_problem(lcreport.crashed_record("t", "x")) is None
+
+
+def test_a_document_read_as_it_is_written_is_laid_out_the_same(tmp_path):
+    """A report whose tests are an Entries (read one at a time) is the
+    same text as the one whose tests are a list."""
+    tests = [lcreport.record(f"t.py::test_{n}", "clean", "passed",
+                             hunt_costs=dict.fromkeys(
+                                 lcreport.COST_CATEGORIES, 0.25))
+             for n in range(3)]
+    meta = {"settings": {"hunt": "all"}, "probes": {}, "environment": {}}
+    for listed in (tests, []):
+        doc = schema.sorted_document(meta, listed, ["why"], created="x")
+        streamed = schema.sorted_document(
+            meta, lcreport.Entries(len(listed), lambda: iter(listed)),
+            ["why"], created="x")
+        assert streamed["summary"] == doc["summary"]
+        path = tmp_path / "r.json"
+        lcreport.write_report(path, streamed)
+        assert path.read_text() == files.layout(doc)
+        assert schema.document(meta, {t["id"]: t for t in listed},
+                               reasons=["why"], created="x") == doc
