@@ -57,6 +57,8 @@ import warnings
 
 import pytest
 
+from leakcheck import cpython
+
 from . import neighbours
 from . import pytest_private
 
@@ -174,25 +176,10 @@ _MISSING = object()
 # The setup and teardown of a node that defines none (a module, a class).
 _NODE_SETUP = getattr(getattr(pytest, "Item", None), "setup", None)
 _NODE_TEARDOWN = getattr(getattr(pytest, "Item", None), "teardown", None)
-_ZOMBIE_FRAMES = sys.version_info < (3, 11)
 # The modules whose hook implementations the runner knows: pytest's own
 # and this plugin's.
 _OWN_PLUGINS = (pytest_private.PYTEST_PACKAGE,
                 __name__.rpartition(".")[0] + ".")
-
-
-def _make_frames(*funcs):
-    """Up to 3.10 a code object keeps the frame of its last call for the
-    next one: the runner's own functions first called by the first
-    measured run would read as its growth.  A call with a keyword the
-    function cannot take makes that frame without running its body."""
-    if not _ZOMBIE_FRAMES:
-        return
-    for func in funcs:
-        try:
-            func(**{"\0leakcheck": None})
-        except TypeError:
-            pass
 
 
 def _test_function(item):
@@ -503,9 +490,10 @@ class ItemRunner:
         # Up to 3.10, the test function's first call would leave it the
         # frame it keeps for the next: made now, it is not the reported
         # run's growth.
-        test_function = _test_function(item) if _ZOMBIE_FRAMES else None
+        test_function = (_test_function(item) if cpython.ZOMBIE_FRAMES
+                         else None)
         if test_function is not None:
-            _make_frames(test_function)
+            cpython.make_frames(test_function)
         # The request pytest made when it collected the item goes now: each
         # run makes its own (as pytest's runtestprotocol does when an item
         # runs again), so that the reported run ends holding what it began
@@ -759,7 +747,7 @@ class ItemRunner:
         self._properties = len(item.user_properties)
         self._state.refresh(item)
         self._state.put_back(item)      # the instance goes already
-        _make_frames(self.run_again, self._put_back, self._tmp_path,
+        cpython.make_frames(self.run_again, self._put_back, self._tmp_path,
                      self._recycle, pytest_private.unlogged.__wrapped__,
                      pytest_private.tmp_path_factory,
                      pytest_private.tmp_path_counters)

@@ -92,7 +92,8 @@ HELP_DIAGNOSE = ("how a leaking test is diagnosed: 'full' (default) re-runs "
                  "it under tracemalloc, within "
                  f"{DIAGNOSE_BUDGET} times its own run time (at least "
                  f"{DIAGNOSE_FLOOR:g} s); 'cheap' re-runs it once, one frame "
-                 "deep, within the same budget; 'off' does not re-run it")
+                 "deep (under memray only when the C heap alone grew), "
+                 "within the same budget; 'off' does not re-run it")
 
 # (option, ini key, help, metavar or None for a flag, the value's kind)
 OPTIONS = (
