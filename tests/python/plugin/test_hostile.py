@@ -170,15 +170,20 @@ CORRUPT_BASELINES = {
 }
 
 
-@pytest.mark.parametrize("shape", CORRUPT_BASELINES)
-def test_one_baseline_reader_refuses_every_corrupt_shape(
-        pytester, clean_source, shape):
+def _write_baseline(path, shape):
+    """Writes the corrupt baseline `shape` to `path`; returns `path`."""
     content = CORRUPT_BASELINES[shape]
-    path = pytester.path / "known.json"
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
         path.write_text(content)
+    return path
+
+
+@pytest.mark.parametrize("shape", CORRUPT_BASELINES)
+def test_one_baseline_reader_refuses_every_corrupt_shape(
+        pytester, clean_source, shape):
+    path = _write_baseline(pytester.path / "known.json", shape)
     with pytest.raises(gate.UnusableInput) as excinfo:
         gate.load_baseline(str(path))
     reason = str(excinfo.value)
@@ -320,12 +325,7 @@ def test_the_commands_take_odd_shapes_with_exit_2_and_one_line(pytester):
 @pytest.mark.parametrize("shape", CORRUPT_BASELINES)
 def test_html_takes_the_gates_baseline_and_refuses_what_it_refuses(
         pytester, shape):
-    content = CORRUPT_BASELINES[shape]
-    path = pytester.path / "known.json"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
+    path = _write_baseline(pytester.path / "known.json", shape)
     with pytest.raises(gate.UnusableInput) as excinfo:
         gate.load_baseline("known.json")
     leakcheck.write_report(str(pytester.path / "r.json"), {
