@@ -227,6 +227,8 @@ def _run_series(h):
     cpu = clock()
     while True:
         try:
+            if runs.count == 1:
+                runner.park_output(reports)
             if reports is not None or h.settings.warmup == 1:
                 settle(item=item)       # a snapshot is next
             more = series.next()
@@ -234,6 +236,8 @@ def _run_series(h):
             error = e
             break
         finally:
+            if runs.count == 1:
+                runner.restore_output()
             costs.snapshots += clock() - cpu
         if not more:
             break

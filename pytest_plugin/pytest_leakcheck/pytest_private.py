@@ -103,6 +103,9 @@ def report_sections(item):
     return item._report_sections
 
 
+REPORT_SECTIONS = "_report_sections"    # its attribute
+
+
 def has_request(item):
     """Whether the item is of a kind that has a fixture request."""
     return hasattr(item, "_request")

@@ -60,6 +60,7 @@ import pytest
 from leakcheck import cpython
 
 from . import neighbours
+from . import parking
 from . import pytest_private
 
 _HOOKS = {
@@ -250,10 +251,14 @@ class _ItemState:
         self.drop = pytest_private.method_instance(item)
         self.attrs = dict(item.__dict__)
         # The contents of the lists, dicts and sets it holds, which a test
-        # may add to in place (node.__dict__.setdefault("seen", []).append).
+        # may add to in place (node.__dict__.setdefault("seen", []).append);
+        # not its report sections, which ItemRunner trims itself (and takes
+        # out of the process while a snapshot reads: a copy here would keep
+        # them in).
         self.contents = {key: (value, type(value)(value))
                          for key, value in self.attrs.items()
-                         if type(value) in (list, dict, set)}
+                         if type(value) in (list, dict, set)
+                         and key != pytest_private.REPORT_SECTIONS}
         self.markers = list(getattr(item, "own_markers", ()))
         keywords = pytest_private.keyword_markers(item)
         self.keywords = dict(keywords) if keywords is not None else None
@@ -275,7 +280,8 @@ class _ItemState:
         for key in [key for key in contents if key not in self.attrs]:
             del contents[key]
         for key, value in self.attrs.items():
-            if type(value) not in (list, dict, set):
+            if type(value) not in (list, dict, set) or \
+                    key == pytest_private.REPORT_SECTIONS:
                 continue
             held = contents.get(key)
             if held is None or held[0] is not value:
@@ -513,6 +519,10 @@ class ItemRunner:
             # the run keeps may add to the item (pytest's tmp_path plugin:
             # its stash).
             self._make_ready(timed)
+        # Where the reported run's captured output is noted while the
+        # snapshot after it reads (parking.py).
+        self._spot = (parking.Spot(len(pytest_private.report_sections(item)))
+                      if read_reported and parking.ready() else None)
         self._state = _ItemState(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
@@ -753,6 +763,17 @@ class ItemRunner:
                      pytest_private.tmp_path_counters)
         self._drop_finished_finalizers()
         return reports
+
+    def park_output(self, reports):
+        """Takes what the reported run captured (its output, its logs) out
+        of its reports and the item until restore_output(), so that the
+        snapshot after the run does not read it as growth (parking.py)."""
+        if self._spot is not None:
+            self._spot.park(self.item, reports)
+
+    def restore_output(self):
+        if self._spot is not None:
+            self._spot.restore()
 
     def run_again(self):
         """One more run, not logged.  None when every phase passed, else
