@@ -27,19 +27,30 @@ import tempfile
 from . import pytest_private
 
 _file = None            # the file the text goes to, while a snapshot reads
+_owner = None           # the session (its config) that opened it
 
 
-def ready():
+def ready(config):
     """Opens the parking file, once per process: called before the
-    snapshot that precedes a reported run.  False when it cannot be
-    opened (then nothing is parked)."""
-    global _file
+    snapshot that precedes a reported run, by the session of `config`.
+    False when it cannot be opened (then nothing is parked)."""
+    global _file, _owner
     if _file is None:
         try:
             _file = tempfile.TemporaryFile(prefix="leakcheck-output-")
+            _owner = config
         except OSError:
             _file = False
     return _file is not False
+
+
+def close(config):
+    """Closes the parking file at the end of the session that opened it (a
+    session run inside a test leaves the outer session's open)."""
+    global _file, _owner
+    if _file and _owner is config:
+        _file.close()
+        _file = _owner = None
 
 
 class Spot:

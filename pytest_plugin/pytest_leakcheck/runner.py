@@ -522,7 +522,8 @@ class ItemRunner:
         # Where the reported run's captured output is noted while the
         # snapshot after it reads (parking.py).
         self._spot = (parking.Spot(len(pytest_private.report_sections(item)))
-                      if read_reported and parking.ready() else None)
+                      if read_reported and parking.ready(item.config)
+                      else None)
         self._state = _ItemState(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)

@@ -16,6 +16,7 @@ import pytest
 import leakcheck
 import leakcheck.report as lcreport
 
+from . import parking
 from . import report as reportmod
 from . import settings as settingsmod
 from . import terminal
@@ -238,6 +239,7 @@ def close(state):
     """pytest_unconfigure: the freezer let go; the report written, when
     the session did not finish."""
     state.freezer.end()
+    parking.close(state.config)
     hooks = state.config.pluginmanager.get_plugin(HOOKS_NAME)
     if hooks is not None:
         state.config.pluginmanager.unregister(hooks)
