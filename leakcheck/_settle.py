@@ -170,10 +170,32 @@ _deref = weakref.ref.__call__
 _not_none = functools.partial(operator.is_not, None)
 
 
+_light = False
+
+
+def settle_lightly_next(light=True):
+    """Makes the next settle() light: for the snapshot before a series'
+    last warm-up run, which serves only to spare the measured runs when
+    that run grew nothing.  It leaves the caches that what runs between
+    two tests (pytest's reporting, the next test's set-up) hardly ever
+    fills: the standard library's, linecache, warning registries.  Should
+    that have filled one, the snapshot after the run clears it and reads
+    less than before: that run is not taken as measured, and the measured
+    runs that follow are settled on both sides (a leak could hide only
+    behind a drop of exactly its size in every probe at once).  The ABC
+    caches and the type attribute cache are always cleared: the reporting
+    between two tests fills them.  False takes it back (the snapshot did
+    not settle)."""
+    global _light
+    _light = light
+
+
 def settle():
     """Clears the first-use caches of the interpreter and the standard
     library.  Never raises for a cache it cannot clear."""
-    global _plan, _abc_readable
+    global _plan, _abc_readable, _light
+    light = _light and _plan is not None
+    _light = False
     modules = sys.modules
     if _plan is None:
         try:
@@ -189,17 +211,19 @@ def settle():
     if _plan is None or _plan.modules != len(modules):
         _plan = None                    # the old one's memory first
         _plan = _Plan(modules)
+        light = False
         try:
             cpython.mark_code(_plan.namespaces)
         except Exception:
             pass
     plan = _plan
-    for clear in plan.clears:
-        try:
-            clear()
-        except Exception:
-            pass
-    _clear_linecache(modules.get("linecache"))
+    if not light:
+        for clear in plan.clears:
+            try:
+                clear()
+            except Exception:
+                pass
+        _clear_linecache(modules.get("linecache"))
     # The loops over every ABC and every module run in C: settling runs
     # before every snapshot.
     try:
@@ -209,10 +233,11 @@ def settle():
     # warnings.warn() makes a __warningregistry__ in the module it blames
     # and adds an entry per distinct warning.  Emptied, not deleted: adding
     # and deleting a key now and then resizes the module's namespace.
-    try:
-        _core.clear_registries(plan.namespaces)
-    except Exception:
-        pass
+    if not light:
+        try:
+            _core.clear_registries(plan.namespaces)
+        except Exception:
+            pass
     _flush_std_streams()
     cpython.clear_type_cache()  # last: the steps above look attributes up
 

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
                     Type, TypeVar, Union, cast)
 
-from . import _core, cpython
+from . import _core, _settle, cpython
 from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
@@ -78,6 +78,9 @@ def _cpu_ns(thread):
 def _other_threads(seen=None):
     """{ident: CPU time used so far, or None} of the Python threads alive
     now but the caller's; those already in `seen` keep its reading."""
+    if threading.active_count() == 1 and \
+            threading.current_thread() is threading.main_thread():
+        return seen if seen is not None else {}     # no other thread
     me = threading.get_ident()
     now = {t.ident: _cpu_ns(t) for t in threading.enumerate()
            if t.ident != me}
@@ -94,6 +97,8 @@ def _still_running(others):
     accept()) allocated nothing and is not named; one whose CPU time
     cannot be read is."""
     found = []
+    if not others:
+        return found
     for t in threading.enumerate():
         if t.ident not in others:
             continue
@@ -472,13 +477,23 @@ class Series:
     def next(self) -> bool:
         """True while the code must run once more; False once the verdict
         is in (the results are then set)."""
+        light = False
         if self._calls <= self.warmup:
             # A snapshot is next: the one before the last warm-up run (the
             # engine reads that run too), or the measured runs' first.
             if self._calls >= self.warmup - 1:
                 self._others = _other_threads(self._others)
+            light = self._calls == self.warmup - 1
             self._calls += 1
-        if self._core.next():
+        if light:
+            _settle.settle_lightly_next()
+            try:
+                more = self._core.next()
+            finally:
+                _settle.settle_lightly_next(False)
+        else:
+            more = self._core.next()
+        if more:
             return True
         if not self.done:
             self._finish()

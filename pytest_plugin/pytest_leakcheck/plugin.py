@@ -195,10 +195,11 @@ def pytest_runtest_protocol(item, nextitem):
     return hunt.protocol(item, nextitem)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    outcome = yield
-    hunt.on_report(item, outcome.get_result())
+    report = yield
+    hunt.on_report(item, report)
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -222,10 +223,12 @@ def pytest_runtest_setup(item):
         pytest.fail(message, pytrace=False)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    yield
-    perrun.disarm(item)
+    try:
+        return (yield)
+    finally:
+        perrun.disarm(item)
 
 
 # ---- results, summary and the report ---------------------------------------
@@ -237,10 +240,11 @@ def pytest_report_teststatus(report, config):
     return terminal.teststatus(report, config)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(config, data):
-    outcome = yield
-    sessionmod.from_serializable(outcome.get_result())
+    report = yield
+    sessionmod.from_serializable(report)
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)
