@@ -36,7 +36,9 @@ What each relies on:
 - `Config._tmp_path_factory` and its `_next_number` counters (pytest 9
   numbers tmp_path directories per name; before, from the disk), and the
   tmp_path fixture's name for a test (_pytest/tmpdir.py).
-- `CallInfo(..., _ispytest=True)`: a call made without running one.
+- `CallInfo(..., _ispytest=True)`: a call made without running one;
+  `TestReport.from_item_and_call()` and `_pytest.tmpdir.tmppath_result_key`:
+  what pytest's own pytest_runtest_makereport implementations make of it.
 - `TerminalReporter._tw` and `TerminalWriter._file`.
 """
 
@@ -94,6 +96,38 @@ def passed_call(when):
     return pytest.CallInfo(result=None, excinfo=None, start=time.time(),
                            stop=time.time(), duration=float(0), when=when,
                            _ispytest=True)
+
+
+# pytest's plugins whose pytest_runtest_makereport a report of a passing
+# run can be made without (standin_reports): the runner's makes it, the
+# others change it only for a failure, a skip, an xfail or a unittest
+# error, and tmpdir's keeps each phase's outcome in the item's stash
+# (`tmppath_result_key`).
+_REPORT_PLUGINS = frozenset({"_pytest.runner", "_pytest.unittest",
+                             "_pytest.skipping", "_pytest.tmpdir"})
+_PHASES = ("setup", "call", "teardown")
+
+
+def standin_reports(item, own):
+    """The reports of a passing run (setup, call, teardown) made as the
+    pytest_runtest_makereport hook would make them, without calling it (a
+    fifth of the cost): when its implementations are pytest's own of
+    _REPORT_PLUGINS and the module `own` (the caller's, whose own does
+    nothing with the report of a checked test).  None otherwise."""
+    for impl in item.ihook.pytest_runtest_makereport.get_hookimpls():
+        name = getattr(impl.plugin, "__name__", None)
+        if name not in _REPORT_PLUGINS and name != own:
+            return None
+    key = getattr(sys.modules.get("_pytest.tmpdir"), "tmppath_result_key",
+                  None)
+    if key is None:
+        return None
+    reports = []
+    for when in _PHASES:
+        report = pytest.TestReport.from_item_and_call(item, passed_call(when))
+        item.stash.setdefault(key, {})[when] = report.passed
+        reports.append(report)
+    return reports
 
 
 # ---- the item ----------------------------------------------------------

@@ -121,9 +121,12 @@ def report_standins(item):
     if none:
         item.funcargs = {}
     try:
-        return [item.ihook.pytest_runtest_makereport(
-                    item=item, call=pytest_private.passed_call(when))
-                for when in ("setup", "call", "teardown")]
+        reports = pytest_private.standin_reports(item, _PLUGIN_MODULE)
+        if reports is None:
+            reports = [item.ihook.pytest_runtest_makereport(
+                           item=item, call=pytest_private.passed_call(when))
+                       for when in ("setup", "call", "teardown")]
+        return reports
     except Exception:
         return None
     finally:
@@ -151,6 +154,9 @@ def preset_current_test(item):
 
 
 _CURRENT_TEST = "PYTEST_CURRENT_TEST"
+# The plugin's module, whose pytest_runtest_makereport (hunt.on_report)
+# does nothing with the report of a checked test.
+_PLUGIN_MODULE = __name__.rpartition(".")[0] + ".plugin"
 
 
 def _current_test(item, when):
