@@ -21,7 +21,9 @@ under the same load and compared with the same plain runs.
 Printed: the CPU seconds of each configuration, the overhead per test in ms
 ((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU time of
 the first and of the last test (setup to teardown, the --leaks hunt
-included) and of the session around them.  With --leaks every test must
+included) and of the session around them; "tests s" is the CPU time of
+all the tests' protocols (pytest_runtest_protocol, whole), so that what
+--leaks adds inside them and outside them can be told apart.  With --leaks every test must
 come out clean; the report's count of tests that ran once is printed too.
 """
 
@@ -52,6 +54,16 @@ _count = [0]
 
 def pytest_sessionstart(session):
     _marks["session_start"] = time.process_time()
+    _marks["protocols"] = 0.0
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    began = time.process_time()
+    try:
+        return (yield)
+    finally:
+        _marks["protocols"] += time.process_time() - began
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -133,11 +145,12 @@ def once_count(report_path):
 
 
 def one_time(marks):
-    """(first test's CPU ms, last test's CPU ms, session's CPU seconds)
-    from a run's marks."""
+    """(first test's CPU ms, last test's CPU ms, session's CPU seconds,
+    the CPU seconds of all the tests' protocols) from a run's marks."""
     return ((marks["first_end"] - marks["first_start"]) * 1000,
             (marks["last_end"] - marks["last_start"]) * 1000,
-            marks["session_end"] - marks["session_start"])
+            marks["session_end"] - marks["session_start"],
+            marks["protocols"])
 
 
 def main(argv=None):
@@ -186,12 +199,13 @@ def main(argv=None):
               f"{args.heap} containers, {args.rounds} rounds interleaved, "
               f"median CPU time of the pytest process")
         print(f"{'':>9} {'cpu s':>8} {'first ms':>9} {'last ms':>8} "
-              f"{'session s':>9}")
+              f"{'session s':>9} {'tests s':>8}")
         for name in configs:
-            first, last, session = (statistics.median(col)
-                                    for col in zip(*marks[name]))
+            first, last, session, protocols = (statistics.median(col)
+                                               for col in zip(*marks[name]))
             print(f"{name:>9} {statistics.median(cpu[name]):8.3f} "
-                  f"{first:9.1f} {last:8.2f} {session:9.3f}")
+                  f"{first:9.1f} {last:8.2f} {session:9.3f} "
+                  f"{protocols:8.3f}")
         if args.against:
             print(f"against: {args.against}")
         print("rounds, cpu s: " + "; ".join(

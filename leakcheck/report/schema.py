@@ -36,7 +36,9 @@ process died while it ran) holds RECORD_FIELDS:
 
 The "summary" holds "costs" too when its records have hunt_costs: their
 sums by category, with "report", the CPU seconds the report's journal and
-writing took (up to the document's making).
+writing took (up to the document's making), and "session", what the
+plugin took outside the tests' hunts (its import and set-up, its hooks
+around each test and in the reported runs, the session's end).
 
 "run_id" (a string, or null) names the run a report belongs to, shared by
 every shard and matrix job of one run.  Readers ignore what they do not
@@ -83,7 +85,7 @@ RECORD_FIELDS = ("id", "verdict", "outcome", "known", "reason", "file",
 # "costs" adds the report's own, SESSION_COSTS.
 COST_CATEGORIES = ("snapshots", "extra_runs", "confirmation", "diagnosis",
                    "bookkeeping")
-SESSION_COSTS = ("report",)
+SESSION_COSTS = ("report", "session")
 
 # How a report written before records had "judged" said that leakcheck
 # could not judge a test: an error whose reason starts with this.  Read

@@ -71,21 +71,33 @@ def protocol(item, nextitem):
     """pytest_runtest_protocol: True when the hunt ran the test and logged
     its reports; None to leave the test to pytest's own protocol."""
     state = item.config.stash.get(STATE, None)
-    if state is None or not state.wants(item) or \
+    if state is None:
+        return None
+    outside = perrun.OUTSIDE
+    began = outside.begin()
+    if not state.wants(item) or \
             item.config.getoption("setuponly", False) or \
             item.config.getoption("setupplan", False):
-        if state is not None:
-            state.freezer.end()
+        state.freezer.end()
+        outside.end(began)
         return None
     opted_out = settingsmod.opt_out_reason(item)
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
         state.freezer.end()
         item.stash[OPTED_OUT] = opted_out
+        outside.end(began)
         return None
-    reports = hunt(item, nextitem, state)
+    outside.end(began)
+    outside.paused = True           # the hunt counts its own (hunt_costs)
+    try:
+        reports = hunt(item, nextitem, state)
+    finally:
+        outside.paused = False
     if reports is None:
+        began = outside.begin()
         state.freezer.end()
+        outside.end(began)
         return None
     ihook = item.ihook
     state.logging = item.nodeid
@@ -249,7 +261,12 @@ def _run_series(h):
         cpu = clock()
         with runs.run():
             if reports is None:
-                reports = runner.run_reported()
+                # pytest's run: what the plugin's hooks do in it is not.
+                perrun.OUTSIDE.paused = False
+                try:
+                    reports = runner.run_reported()
+                finally:
+                    perrun.OUTSIDE.paused = True
             else:
                 began = time.perf_counter()
                 failure = runner.run_again()

@@ -153,6 +153,32 @@ class Runs:
         return max(0.0, time.perf_counter() - self.started - self.first)
 
 
+class Outside:
+    """The CPU seconds of the plugin's work that no test's hunt_costs
+    count: its import and set-up, its hooks around each test (its records,
+    the freezer let go before a test it does not hunt) and in each
+    reported run (that run is pytest's, what the plugin's hooks do in it
+    is not), the session's end.  `paused` while a hunt counts its own.
+    The report's journal is a category of its own (the report's cpu)."""
+
+    __slots__ = ("cpu", "paused")
+
+    def __init__(self):
+        self.cpu = float(0)
+        self.paused = False
+
+    def begin(self):
+        return None if self.paused else time.process_time()
+
+    def end(self, began, less=0.0):
+        """Counts the time since `began` (begin()), less `less`."""
+        if began is not None:
+            self.cpu += time.process_time() - began - less
+
+
+OUTSIDE = Outside()
+
+
 class Costs:
     """The CPU seconds (time.process_time) leakcheck adds to one test, by
     leakcheck.report's COST_CATEGORIES, and those of its reported run.

@@ -27,10 +27,15 @@ Every use of pytest's internals is in pytest_private.
 """
 
 import os
+import time
 
 import pytest
 
-import leakcheck
+# The plugin's import (leakcheck's engine with it) is a cost of the session
+# it hunts in (perrun.OUTSIDE).
+_IMPORT_BEGAN = time.process_time()
+
+import leakcheck  # noqa: E402
 
 from . import fixture
 from . import hooks
@@ -43,6 +48,8 @@ from . import terminal
 from .runner import note_shared_fixture
 from .session import STATE, UNSUPPORTED
 from .settings import BadValue
+
+perrun.OUTSIDE.end(_IMPORT_BEGAN)
 
 # Messages (the tests format these instead of copying them).
 MSG_HEADER = ("leakcheck: hunting in {scope}; warmup {warmup}, repeat "
@@ -98,6 +105,14 @@ def _rival_loads(pluginmanager):
 
 
 def pytest_configure(config):
+    began = perrun.OUTSIDE.begin()
+    try:
+        _configure(config)
+    finally:
+        perrun.OUTSIDE.end(began)
+
+
+def _configure(config):
     config.addinivalue_line("markers", settingsmod.MARKER_LINE)
     config.addinivalue_line("markers", settingsmod.OPT_OUT_LINE)
     config.addinivalue_line("markers", settingsmod.NOT_REPEATABLE_LINE)
@@ -198,14 +213,18 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
+    began = perrun.OUTSIDE.begin()
     hunt.on_report(item, report)
+    perrun.OUTSIDE.end(began)
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_fixture_setup(fixturedef, request):
     if STATE in request.config.stash:
+        began = perrun.OUTSIDE.begin()
         note_shared_fixture(request.session, fixturedef)
+        perrun.OUTSIDE.end(began)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -217,7 +236,9 @@ def pytest_timeout_set_timer(item, settings):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    began = perrun.OUTSIDE.begin()
     perrun.arm(item)
+    perrun.OUTSIDE.end(began)
     message = item.stash.get(hunt.BAD_SETTINGS, None)
     if message is not None:
         pytest.fail(message, pytrace=False)
@@ -228,7 +249,9 @@ def pytest_runtest_teardown(item, nextitem):
     try:
         return (yield)
     finally:
+        began = perrun.OUTSIDE.begin()
         perrun.disarm(item)
+        perrun.OUTSIDE.end(began)
 
 
 # ---- results, summary and the report ---------------------------------------
@@ -237,7 +260,11 @@ def pytest_runtest_teardown(item, nextitem):
 def pytest_report_teststatus(report, config):
     """LEAKED for a leak; at -v the verbose word says how many runs a
     hunted test took, at -vv also the time they added."""
-    return terminal.teststatus(report, config)
+    began = perrun.OUTSIDE.begin()
+    try:
+        return terminal.teststatus(report, config)
+    finally:
+        perrun.OUTSIDE.end(began)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -251,7 +278,7 @@ def pytest_report_from_serializable(config, data):
 def pytest_sessionfinish(session, exitstatus):
     state = session.config.stash.get(STATE, None)
     if state is not None:
-        sessionmod.finish(session, exitstatus, state)
+        sessionmod.finish(session, exitstatus, state)   # counts its cost
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -51,8 +51,11 @@ class Report:
     report (the only process, or the xdist controller), each event
     journaled as it happens."""
 
-    def __init__(self, path, settings, probes, environment):
+    def __init__(self, path, settings, probes, environment, outside=None):
         self.path = path
+        # The CPU seconds the plugin took outside the tests' hunts so far
+        # (a callable), for the summary's "session" cost.
+        self.outside = outside
         self.meta = {"settings": settings, "probes": probes,
                      "environment": environment}
         # test id -> where its record is in the journal, (offset, length),
@@ -162,7 +165,15 @@ class Report:
 
         return lcreport.sorted_document(
             self.meta, lcreport.Entries(len(ids), tests), reasons,
-            session_costs={"report": round(self.cpu, 4)})
+            session_costs=self.session_costs())
+
+    def session_costs(self):
+        """The summary's SESSION_COSTS: the report's own CPU seconds, and
+        the plugin's outside the tests' hunts."""
+        costs = {"report": round(self.cpu, 4)}
+        if self.outside is not None:
+            costs["session"] = round(self.outside(), 4)
+        return costs
 
     def write(self):
         """The final write: the report whole, then no journal.  Raises

@@ -17,6 +17,7 @@ import leakcheck
 import leakcheck.report as lcreport
 
 from . import parking
+from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
 from . import terminal
@@ -135,6 +136,15 @@ YOUNG_EVERY = 4
 YOUNG_TESTS = 10        # without pymalloc: checked tests between freezes
 
 
+_begun = [0]
+
+
+def _sessions_begun():
+    """How many sessions of this process made a State, this one included."""
+    _begun[0] += 1
+    return _begun[0]
+
+
 class State:
     """Everything the plugin keeps for one session."""
 
@@ -156,12 +166,22 @@ class State:
         # the costliest tests, [(seconds, test id)] as a heap.
         self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
         self.costliest = []
+        # What perrun.OUTSIDE had counted before this session's own work
+        # (the plugin's import is this session's: a session run inside a
+        # test begins with the outer one's).
+        self.outside_began = 0.0 if _sessions_begun() == 1 else \
+            perrun.OUTSIDE.cpu
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
         self.interrupted = False          # pytest_keyboard_interrupt said why
         # The test whose hunt logs its reports, every phase over.
         self.logging = None
+
+    def outside_cpu(self):
+        """The CPU seconds the plugin took outside the tests' hunts in this
+        session (perrun.Outside)."""
+        return perrun.OUTSIDE.cpu - self.outside_began
 
     def add(self, rec):
         test_id = rec["id"]
@@ -222,7 +242,8 @@ def open_report(state, config):
     s = state.settings
     state.report = reportmod.Report(
         s.report_path, settings=_settings_dict(s), probes=_probes_dict(),
-        environment=reportmod.environment(config, _version()))
+        environment=reportmod.environment(config, _version()),
+        outside=state.outside_cpu)
     try:
         state.recovered = state.report.open()
     except lcreport.InUse as e:
@@ -283,7 +304,9 @@ def _probes_dict():
 def finish(session, exitstatus, state):
     """pytest_sessionfinish: the freezer let go; the report, marked partial
     when the session stopped early, written."""
+    began = perrun.OUTSIDE.begin()
     state.freezer.end()
+    perrun.OUTSIDE.end(began)
     if state.report is None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -361,7 +384,9 @@ class SessionHooks:
     def pytest_runtest_logreport(self, report):
         rec = getattr(report, "leakcheck", None)
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+            began = perrun.OUTSIDE.begin()
             self.state.add(rec)
+            perrun.OUTSIDE.end(began)
 
     def pytest_runtest_logfinish(self, nodeid, location):
         if self.state.report is not None:

@@ -21,8 +21,8 @@ MSG_COSTS = ("leakcheck: added {total:.2f}s of CPU time over {tests} "
              "test{s} ({per_test:.2f} ms a test): snapshots and settling "
              "{snapshots:.2f}s, extra runs {extra_runs:.2f}s, confirmation "
              "{confirmation:.2f}s, diagnosis {diagnosis:.2f}s, its own "
-             "bookkeeping {bookkeeping:.2f}s, the report {report:.2f}s; "
-             "costliest:")
+             "bookkeeping {bookkeeping:.2f}s, the report {report:.2f}s, "
+             "around the tests {session:.2f}s; costliest:")
 MSG_COST_LINE = "{seconds:.3f}s  {id}"
 SLOWEST_HUNTS = 3       # lines of the summary's slowest hunts (--durations
                         # sets another count)
@@ -206,10 +206,12 @@ def _costs(tr, config, state, tests):
     if not state.costliest:
         return
     report = state.report.cpu if state.report is not None else 0.0
-    total = sum(state.costs.values()) + report
+    session = state.outside_cpu()
+    total = sum(state.costs.values()) + report + session
     tr.write_line(MSG_COSTS.format(
         total=total, tests=tests, s="s" if tests != 1 else "",
-        per_test=total / tests * 1000, report=report, **state.costs))
+        per_test=total / tests * 1000, report=report, session=session,
+        **state.costs))
     count = _listed(config)
     costliest = sorted(state.costliest, reverse=True)
     for seconds, test_id in costliest[:count] if count > 0 else costliest:
