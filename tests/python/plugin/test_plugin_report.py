@@ -56,8 +56,12 @@ def test_report_schema(pytester, read_report):
     assert report["environment"]["python"] == ".".join(
         map(str, sys.version_info[:3]))
     costs = report["summary"].pop("costs")
-    assert set(costs) == set(lcreport.COST_CATEGORIES) | {"report"}
+    assert set(costs) == set(lcreport.COST_CATEGORIES) | {"report",
+                                                          "session"}
+    assert set(lcreport.SESSION_COSTS) == {"report", "session"}
     assert all(v >= 0 for v in costs.values())
+    # The plugin's import and set-up, at least, are its cost around tests.
+    assert costs["session"] > 0
     assert report["summary"] == {"tests": 4, "leak": 1, "clean": 1,
                                  "error": 1, "skipped": 1, "crashed": 0,
                                  "known": 0}

@@ -105,14 +105,20 @@ def test_summary_says_what_leakcheck_added_by_category(pytester,
     assert all(recs[i]["hunt_costs"]["extra_runs"] +
                recs[i]["hunt_costs"]["confirmation"] > 0 for i in IDS)
     summed = report["summary"]["costs"]
-    assert set(summed) == set(lcreport.COST_CATEGORIES) | {"report"}
+    assert set(summed) == set(lcreport.COST_CATEGORIES) | set(
+        lcreport.SESSION_COSTS)
     for key in lcreport.COST_CATEGORIES:
         assert summed[key] == pytest.approx(
             sum(recs[i]["hunt_costs"][key] for i in IDS), abs=1e-3)
+    # What the plugin did around the tests counts too (the session's own:
+    # under pytest-xdist, the controller's).
+    assert summed["session"] > 0
     line = next(line for line in result.stdout.lines
                 if line.startswith("leakcheck: added "))
     total = float(line.split()[2][:-1])
-    assert total >= sum(summed[k] for k in lcreport.COST_CATEGORIES) - 0.01
+    assert total >= sum(summed.values()) - 0.01
+    around = float(line.split("around the tests ")[1].split("s;")[0])
+    assert around >= summed["session"] - 0.01
     assert " over 3 tests " in line and line.endswith("costliest:")
     costliest = sorted(IDS, key=lambda i: sum(
         recs[i]["hunt_costs"].values()), reverse=True)
