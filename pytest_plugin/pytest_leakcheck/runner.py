@@ -92,14 +92,14 @@ def _interactive(call, report):
 def call_and_report(item, when, interact=False, **kwds):
     """Runs one phase of `item` through its hook and returns its report,
     without logging it."""
-    hook = getattr(item.ihook, _HOOKS[when])
+    ihook = item.ihook          # a property that looks conftests up
+    hook = getattr(ihook, _HOOKS[when])
     call = pytest.CallInfo.from_call(lambda: hook(item=item, **kwds),
                                      when=when,
                                      reraise=_reraise(item.config))
-    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
+    report = ihook.pytest_runtest_makereport(item=item, call=call)
     if interact and _interactive(call, report):
-        item.ihook.pytest_exception_interact(node=item, call=call,
-                                             report=report)
+        ihook.pytest_exception_interact(node=item, call=call, report=report)
     return report
 
 

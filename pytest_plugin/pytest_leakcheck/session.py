@@ -100,8 +100,6 @@ class _GcFreezer:
         tests free what was there before (caches the settling clears,
         frozen objects that die)."""
         self.tests += 1
-        if self.tests % YOUNG_EVERY and self.blocks:
-            return False            # read every few tests: it walks pools
         blocks = sys.getallocatedblocks()
         if blocks:
             self.blocks = min(self.blocks, blocks)
@@ -129,10 +127,6 @@ _gc_freeze = gc.freeze
 # froze every 8 or 9 tests there, where it froze every 10 when it waited
 # for 300 unfrozen objects (len(gc.get_objects())).
 YOUNG_BLOCKS = 700
-# sys.getallocatedblocks() walks pymalloc's arenas (10 to 20 us after a
-# test): the growth is read before every fourth checked test only, about
-# 300 blocks late at most.
-YOUNG_EVERY = 4
 YOUNG_TESTS = 10        # without pymalloc: checked tests between freezes
 
 
