@@ -11,12 +11,15 @@ sys.gettotalrefcount and so needs that build).
                                   [--debug-python /usr/bin/python3.11-dbg]
 
 The release rows run under the interpreter running this script, whose
-environment scripts/setup made (it installs pytest-memray).  The debug rows
-run in a venv of --debug-python that the bench makes and keeps under the
-temporary directory, one per checkout, made as scripts/test-python-matrix
-makes its venvs (`python -m venv`); each run of the bench installs pytest,
-pytest-leaks and this checkout's leakcheck into it (--no-build-isolation,
-as scripts/setup does).  --pytest-leaks STAB:RUN is pytest-leaks' -R
+environment scripts/setup made (pytest, leakcheck, memray).  The bench
+keeps what it installs itself under the temporary directory, one directory
+per checkout (as scripts/test-python-matrix keeps its venvs): pytest-memray
+(pip --target, without its dependencies: memray and pytest are the
+environment's own), put on PYTHONPATH for its row alone, for installed
+beside the tests every pytester run of tests/python would load it; and a
+venv of --debug-python (`python -m venv`, as the matrix makes its own)
+into which each run of the bench installs pytest, pytest-leaks and this
+checkout's leakcheck (--no-build-isolation, as scripts/setup does).  --pytest-leaks STAB:RUN is pytest-leaks' -R
 argument: STAB warm-up runs of each test, then RUN runs whose reference and
 block counts it compares; ":" (the default) is its own default, 5:4.
 
@@ -73,6 +76,7 @@ class Config:
     python: str
     plugin: str = None       # the module loaded with -p; None: pytest alone
     args: list = field(default_factory=list)
+    path: str = None         # PYTHONPATH of its runs, where plugin is
     optional: bool = False   # another project's tool: "unavailable", not "failed"
     why: str = None          # set: the row is not run (again), and says this
     cpu: list = field(default_factory=list)
@@ -105,6 +109,8 @@ def measure(config, directory, timeout):
            *(["-p", config.plugin] if config.plugin else []),
            *config.args, directory]
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    if config.path:
+        env["PYTHONPATH"] = config.path
     with open(config.log, "w+") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
@@ -150,16 +156,32 @@ def pip(python, *args):
     return f"pip install {' '.join(args)}: {last_line(proc.stderr)}"
 
 
+def cache(name):
+    """The path of name in the directory where the bench keeps what it
+    installs, one per checkout."""
+    return os.path.join(tempfile.gettempdir(),
+                        f"leakcheck-bench-compare-{os.getuid()}-"
+                        f"{zlib.crc32(ROOT.encode())}", name)
+
+
+def memray_path(python):
+    """(the directory holding pytest-memray for python, None), installed
+    there the first time; (None, why) when it cannot be had."""
+    target = cache("pytest-memray")
+    if not os.path.isdir(os.path.join(target, "pytest_memray")):
+        why = pip(python, "--no-deps", "--target", target, "pytest-memray")
+        if why:
+            return None, why
+    return target, None
+
+
 def debug_venv(python):
     """(the venv's python, None) of the debug build's venv, with pytest,
     pytest-leaks and this checkout's leakcheck installed; (None, why) when
     it cannot be had."""
     if not os.access(python, os.X_OK):
         return None, f"{python} is not installed"
-    tag = zlib.crc32(ROOT.encode())
-    venv = os.path.join(tempfile.gettempdir(),
-                        f"leakcheck-bench-compare-{os.getuid()}-{tag}",
-                        "py" + os.path.basename(python).replace("python", ""))
+    venv = cache("py" + os.path.basename(python).replace("python", ""))
     venv_python = os.path.join(venv, "bin", "python")
     if not (os.path.exists(venv_python) and subprocess.run(
             [venv_python, "-c", ""], capture_output=True).returncode == 0):
@@ -176,18 +198,19 @@ def debug_venv(python):
     return (None, why) if why else (venv_python, None)
 
 
-def versions(python, names):
+def versions(python, names, path=None):
     """{name: installed version or None} of distributions in python's
-    environment, and "python": its version (with " debug" on a debug
-    build)."""
+    environment (and path), and "python": its version (with " debug" on a
+    debug build)."""
     code = ("import importlib.metadata as m, sys\n"
             "print(sys.version.split()[0] + (' debug' if hasattr(sys, "
             "'gettotalrefcount') else ''))\n"
             "for n in sys.argv[1:]:\n"
             "    try: print(m.version(n))\n"
             "    except m.PackageNotFoundError: print('')\n")
+    env = dict(os.environ, PYTHONPATH=path) if path else None
     out = subprocess.run([python, "-c", code, *names], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+                         text=True, check=True, env=env).stdout.splitlines()
     return {"python": out[0],
             **{n: v or None for n, v in zip(names, out[1:])}}
 
@@ -197,17 +220,15 @@ def configs(args, directory):
     names each interpreter and what it has installed."""
     report = os.path.join(directory, "{}-leaks-report.json")
     release = sys.executable
-    found = versions(release, ["pytest", "pytest-memray", "leakcheck"])
+    path, why = memray_path(release)
+    found = versions(release, ["pytest", "pytest-memray"], path)
     rows = [
         Config("release", "plain", release),
         Config("release", "--leaks", release, PLUGIN,
                ["--leaks", f"--leaks-report={report.format('release')}"]),
         Config("release", "--memray", release, MEMRAY_PLUGIN, ["--memray"],
-               optional=True),
+               path=path, optional=True, why=why and f"unavailable: {why}"),
     ]
-    if not found["pytest-memray"]:
-        rows[-1].why = ("unavailable: pytest-memray is not installed in "
-                        f"{release}'s environment (scripts/setup installs it)")
     headers = [f"release: python {found['python']} ({release}), pytest "
                f"{found['pytest']}, pytest-memray {found['pytest-memray']}"]
     if args.no_debug:
