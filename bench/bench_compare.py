@@ -11,17 +11,19 @@ sys.gettotalrefcount and so needs that build).
                                   [--debug-python /usr/bin/python3.11-dbg]
 
 The release rows run under the interpreter running this script, whose
-environment scripts/setup made (pytest, leakcheck, memray).  The bench
-keeps what it installs itself under the temporary directory, one directory
-per checkout (as scripts/test-python-matrix keeps its venvs): pytest-memray
-(pip --target, without its dependencies: memray and pytest are the
-environment's own), put on PYTHONPATH for its row alone, for installed
-beside the tests every pytester run of tests/python would load it; and a
-venv of --debug-python (`python -m venv`, as the matrix makes its own)
-into which each run of the bench installs pytest, pytest-leaks and this
-checkout's leakcheck (--no-build-isolation, as scripts/setup does).  --pytest-leaks STAB:RUN is pytest-leaks' -R
-argument: STAB warm-up runs of each test, then RUN runs whose reference and
-block counts it compares; ":" (the default) is its own default, 5:4.
+environment scripts/setup made (pytest, leakcheck, memray).  What the
+bench installs itself it keeps under the temporary directory, one
+directory per checkout (as scripts/test-python-matrix keeps its venvs):
+pytest-memray, installed with pip --target and without its dependencies
+(memray and pytest are the environment's own), on PYTHONPATH for its own
+row alone (installed into the environment, it would be loaded by every
+pytester run of tests/python); and a venv of --debug-python
+(`python -m venv`, as the matrix makes its own) into which each run of
+the bench installs pytest, pytest-leaks and this checkout's leakcheck
+(--no-build-isolation, as scripts/setup does).  --pytest-leaks STAB:RUN
+is pytest-leaks' -R argument: STAB warm-up runs of each test, then RUN
+runs whose reference and block counts it compares; ":" (the default) is
+its own default, 5:4.
 
 Every run loads only the plugin it measures (PYTEST_DISABLE_PLUGIN_AUTOLOAD
 and -p MODULE): pytest-leaks names its option --leaks too, and the
@@ -96,9 +98,38 @@ def pytest_leaks_runs(text):
                  for g, default in zip(m.groups(), PYTEST_LEAKS_DEFAULTS))
 
 
-def last_line(text):
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "(no output)"
+def last_line(text, prefer="error"):
+    """The last line of text that names prefer (any case), else its last
+    line: what a failed command's output says in one line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    named = [line for line in lines if prefer in line.lower()]
+    return (named or lines or ["(no output)"])[-1]
+
+
+def wait(pid, timeout):
+    """os.wait4's (status, resource usage) of the child pid once it has
+    ended, or None when it was killed at timeout seconds."""
+    lock = threading.Lock()
+    ended = threading.Event()
+    killed = threading.Event()
+
+    def kill():
+        # Until os.wait4 reaps the child, its pid names no other process.
+        with lock:
+            if not ended.is_set():
+                killed.set()
+                os.kill(pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    finally:
+        with lock:
+            ended.set()
+        timer.cancel()
+    _, status, usage = os.wait4(pid, 0)
+    return None if killed.is_set() else (status, usage)
 
 
 def measure(config, directory, timeout):
@@ -115,28 +146,14 @@ def measure(config, directory, timeout):
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 cwd=directory, env=env)
-        reaped = threading.Event()
-        killed = threading.Event()
-
-        def kill():
-            # The child is a zombie until os.wait4 reaps it: until then
-            # its pid cannot name another process.
-            if not reaped.is_set():
-                killed.set()
-                os.kill(proc.pid, signal.SIGKILL)
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            reaped.set()
-            timer.cancel()
+        waited = wait(proc.pid, timeout)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if killed.is_set():
+        if waited is None:
+            proc.returncode = -signal.SIGKILL
             config.why = f"did not finish in {timeout:g} s"
             return None
+        status, usage = waited
+        proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             out.seek(0)
             word = "unavailable" if config.optional else "failed"
@@ -335,7 +352,7 @@ def main(argv=None):
             elif row.plugin == PYTEST_LEAKS_PLUGIN:
                 with open(row.log) as f:
                     print(f"{row.build} {row.name}: "
-                          f"{last_line(f.read()).strip('= ')}")
+                          f"{last_line(f.read(), prefer='').strip('= ')}")
     if any(row.why and row.why.startswith("failed") for row in rows):
         sys.exit(1)
 
