@@ -28,7 +28,8 @@ from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
 from ._probes import (DEFAULT_PROBES, MAX_RUNS, MAX_TOLERANCE, PROBE_NAMES,
-                      ProbeInfo, Snapshot, probes, snapshot, unsupported)
+                      ProbeInfo, Snapshot, allocated_blocks, probes,
+                      snapshot, unsupported)
 from ._verdicts import Series, repeat, scope
 from .report import load_dump, write_report
 
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_TOLERANCE",
     "probes",
     "snapshot",
+    "allocated_blocks",
     "unsupported",
     "scope",
     "repeat",

@@ -205,6 +205,20 @@ core_blocks_check(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+core_allocated_blocks(PyObject *mod, PyObject *unused)
+{
+    int64_t blocks = lc__python_allocated_blocks();
+
+    if (blocks < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError,
+                            "leakcheck: cannot read pymalloc's blocks");
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)blocks);
+}
+
+static PyObject *
 core_is_immortal(PyObject *mod, PyObject *obj)
 {
 #if PY_VERSION_HEX >= 0x030C0000
@@ -1219,6 +1233,9 @@ static PyMethodDef core_methods[] = {
     {"blocks_check", core_blocks_check, METH_NOARGS,
      "(blocks read from the allocator hook's count, blocks walked) at one "
      "instant, or None while snapshots walk the pools."},
+    {"allocated_blocks", core_allocated_blocks, METH_NOARGS,
+     "sys.getallocatedblocks(), from the allocator hook's count where "
+     "snapshots read it so (no walk of pymalloc's pools)."},
     {"abc_reset", core_abc_reset, METH_VARARGS,
      "abc_reset(refs, reset) -> n: calls reset(cls) for each live class "
      "of the weak references refs whose ABC caches are not both empty, or "

@@ -3,6 +3,7 @@ probes and tolerances: every public entry point validates through here, so
 a bad value gets the same clear message wherever it came from."""
 
 import operator
+import sys
 import sysconfig
 from collections.abc import Mapping
 from typing import Iterable, NamedTuple, Optional, Tuple, Union
@@ -97,6 +98,18 @@ def snapshot(probes: ProbeNames = None) -> Snapshot:
     ``later - earlier`` is a dict of deltas.  A Snapshot does not count
     itself: two taken back to back differ by nothing."""
     return Snapshot(_DEFAULT_MASK if probes is None else probe_mask(probes))
+
+
+def allocated_blocks() -> int:
+    """What sys.getallocatedblocks() says now, without settling or
+    collecting, and without its walk of every pool pymalloc has where
+    leakcheck's allocator hook counts pymalloc's blocks (from the first
+    snapshot on): O(1), where the walk grows with the heap (about 50 ms a
+    call in a CPython 3.13 process holding 5M objects)."""
+    try:
+        return _core.allocated_blocks()
+    except RuntimeError:
+        return sys.getallocatedblocks()
 
 
 def _valid_list():

@@ -102,6 +102,13 @@ int lc__pyhook_read(int64_t *bytes, int64_t *allocs, int64_t *pymalloc);
  * LC_EUNAVAIL when snapshots walk (no hook counting them, or no snapshot
  * has learnt the offset yet). */
 int lc__python_blocks_check(int64_t *counted, int64_t *walked);
+/* pymalloc's live blocks, as sys.getallocatedblocks() counts them, now,
+ * without settling or collecting: from the hook's count where a snapshot
+ * reads it so (O(1)), else walked; -1 when they cannot be read. */
+int64_t lc__python_allocated_blocks(void);
+/* Whether the hook is installed and on top in every domain (checked
+ * without installing or putting anything back). */
+int lc__pyhook_on_top(void *get_allocator);
 
 /* ---- shared by scope.c and series.c ---- */
 

@@ -1058,6 +1058,23 @@ lc__pyhook_install(void *get_allocator, void *set_allocator)
 }
 
 int
+lc__pyhook_on_top(void *get_allocator)
+{
+    lc__get_alloc_fn get = (lc__get_alloc_fn)get_allocator;
+    lc__allocator top;
+    int d;
+
+    if (!installed || get == NULL)
+        return 0;
+    for (d = 0; d < LC__DOMAINS; d++) {
+        get(d, &top);
+        if (!is_ours(&top))
+            return 0;
+    }
+    return 1;
+}
+
+int
 lc__pyhook_restored(void)
 {
     return restored;

@@ -494,6 +494,26 @@ read_blocks(int counted, int64_t pymalloc)
     return walked;
 }
 
+int64_t
+lc__python_allocated_blocks(void)
+{
+    int64_t bytes, allocs, pymalloc, blocks = -1;
+    int gil;
+
+    gil = api.GILState_Ensure();
+    if (lookup_objects() == LC_OK) {
+        /* Not lc__pyhook_install(): a hook put back is the next
+         * snapshot's to find. */
+        if (py.blocks_based && lc__pyhook_on_top(api.Mem_GetAllocator) &&
+            lc__pyhook_read(&bytes, &allocs, &pymalloc))
+            blocks = pymalloc + py.blocks_offset;
+        else
+            blocks = walk_blocks();
+    }
+    api.GILState_Release(gil);
+    return blocks;
+}
+
 int
 lc__python_blocks_check(int64_t *counted, int64_t *walked)
 {

@@ -240,3 +240,20 @@ def test_snapshots_see_each_leak_and_not_its_twin(case, leaky,
     case.leak(leaky)
     b = leakcheck.snapshot([case.probe])
     assert (b - a)[case.probe] > tolerance, b - a
+
+
+def test_allocated_blocks_is_what_sys_getallocatedblocks_says():
+    """From the allocator hook's count once a snapshot learnt its offset,
+    else walked: either way sys.getallocatedblocks()'s figure, and it
+    follows what is made and freed."""
+    leakcheck.snapshot()
+    before, walked = leakcheck.allocated_blocks(), sys.getallocatedblocks()
+    # One int apart at most: the call's own result.
+    assert abs(before - walked) <= 1
+    held = [[] for _ in range(1000)]
+    grown = leakcheck.allocated_blocks() - before
+    assert grown == sys.getallocatedblocks() - walked
+    if walked:                      # pymalloc in use
+        assert grown >= 1000
+    del held              # (to the list freelist, partly: still blocks)
+    assert abs(leakcheck.allocated_blocks() - sys.getallocatedblocks()) <= 1
