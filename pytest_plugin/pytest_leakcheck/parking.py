@@ -14,10 +14,10 @@ captured is written to a file of leakcheck's own (opened once, before the
 first such snapshot, so that its descriptor is no growth) and the Python
 objects that held it go; right after the snapshot they are made again
 from the file, in the same lists, in the same order.  Where that is
-noted is made before the snapshot that precedes the run (Spot).  Nothing of the text
-is lost: when it cannot be written whole (a section that is not two
-strings, a full disk), nothing is parked and the run reads it as growth,
-as before.
+noted is made before the snapshot that precedes the run (Spot).  Nothing
+of the text is lost: when it cannot be written whole (a section that is
+not strings, a full disk), nothing is parked and the run reads it as
+growth, as before.
 """
 
 import marshal
