@@ -170,10 +170,10 @@ class Outside:
     def begin(self):
         return None if self.paused else time.process_time()
 
-    def end(self, began, less=0.0):
-        """Counts the time since `began` (begin()), less `less`."""
+    def end(self, began):
+        """Counts the time since `began` (begin())."""
         if began is not None:
-            self.cpu += time.process_time() - began - less
+            self.cpu += time.process_time() - began
 
 
 OUTSIDE = Outside()
