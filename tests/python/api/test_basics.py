@@ -252,7 +252,9 @@ def test_allocated_blocks_is_what_sys_getallocatedblocks_says():
     assert abs(before - walked) <= 1
     held = [[] for _ in range(1000)]
     grown = leakcheck.allocated_blocks() - before
-    assert grown == sys.getallocatedblocks() - walked
+    # One block apart at most: an int of this frame's (3.15 counts it
+    # where 3.11 does not).
+    assert abs(grown - (sys.getallocatedblocks() - walked)) <= 1
     if walked:                      # pymalloc in use
         assert grown >= 1000
     del held              # (to the list freelist, partly: still blocks)
