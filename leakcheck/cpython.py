@@ -16,6 +16,10 @@ CPython release is read against this module alone.
 - The opcode cache (3.9, 3.10) and the type attribute cache (3.9 to 3.11;
   3.13 clears every internal cache with it): ``first_settle()`` and
   ``clear_type_cache()``, as leakcheck._settle runs them.
+- ``logging.Logger.removeHandler()`` replaces the logger's list of
+  handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
+  earlier remove in place), told by what it does, not by the version:
+  ``fresh_handler_lists()`` after a ``gc.freeze()``.
 
 The type attribute cache is cleared last, always: it keeps a reference to
 the name of every attribute looked up, so a name built afresh
@@ -44,6 +48,7 @@ modules as already past it, each time the modules change (see
 faster: turning it off changes no result.  3.11 and later specialise code
 in place, without a per-code allocation."""
 
+import contextlib
 import functools
 import gc
 import sys
@@ -52,7 +57,8 @@ import types
 from . import _core
 
 __all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "PY_BYTES_BY_DEFAULT",
-           "make_frames", "first_settle", "mark_code", "clear_type_cache"]
+           "make_frames", "first_settle", "mark_code", "clear_type_cache",
+           "fresh_handler_lists"]
 
 ZOMBIE_FRAMES = sys.version_info < (3, 11)
 FRAMES_TRAVERSED = sys.version_info < (3, 11)
@@ -410,3 +416,45 @@ def _deactivate_opcache():
             _opcache.find()
         except Exception:
             _opcache.offset = None
+
+
+_handler_lists_replaced = None
+
+
+def _replaces_handler_lists(logging):
+    """Whether logging.Logger.removeHandler() replaces the list of
+    handlers rather than removing from it in place (gh-79366), asked of a
+    logger that no manager knows."""
+    global _handler_lists_replaced
+    if _handler_lists_replaced is None:
+        logger = logging.Logger("leakcheck")
+        mark = object()
+        logger.handlers = [mark]
+        before = logger.handlers
+        logger.removeHandler(mark)
+        _handler_lists_replaced = logger.handlers is not before
+    return _handler_lists_replaced
+
+
+def fresh_handler_lists():
+    """Gives every logger a new list of handlers, the same handlers in it,
+    where logging.Logger.removeHandler() replaces that list (CPython 3.14
+    and 3.15: gh-79366).  Called right after a gc.freeze(): a frozen object's
+    death is not counted, so the first removeHandler() after a freeze (pytest's
+    log capture removes its handlers from the root logger at the end of
+    every phase) would read as one GC-tracked object more: the frozen list
+    dies uncounted, its unfrozen copy counts.  Replaced here, before any
+    snapshot, the list that dies in the next run is an unfrozen one.
+    Where removeHandler() removes in place the lists stay as they are, as
+    code may hold one."""
+    logging = sys.modules.get("logging")
+    if logging is None or not _replaces_handler_lists(logging):
+        return
+    with getattr(logging, "_lock", None) or contextlib.nullcontext():
+        manager = logging.Logger.manager
+        for logger in [manager.root, *manager.loggerDict.values()]:
+            # The list the logger holds itself (a PlaceHolder holds none).
+            handlers = getattr(logger, "__dict__", {}).get("handlers")
+            if isinstance(logger, logging.Logger) and \
+                    type(handlers) is list:
+                logger.handlers = handlers.copy()

@@ -158,9 +158,10 @@ def hunt(item, nextitem, state):
     # First: what is made for this test must die unfrozen, where its death
     # is counted.  The series replaces dicts of its own while it runs (an
     # empty dict is tracked by the collector on CPython 3.14+): frozen,
-    # their deaths would go uncounted while their successors count.  (On
-    # 3.14 and 3.15 a reported run right after a freeze still reads one
-    # object more, from elsewhere: such a test runs three times.)
+    # their deaths would go uncounted while their successors count.  (So
+    # would the root logger's list of handlers, which removeHandler()
+    # replaces on 3.14 and 3.15: the freezer gives every logger a new one,
+    # cpython.fresh_handler_lists().)
     costs = perrun.Costs(state.report)
     state.freezer.begin(item.config)
     costs.snapshots = time.process_time() - costs.began

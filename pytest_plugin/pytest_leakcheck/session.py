@@ -14,6 +14,7 @@ import pytest
 
 import leakcheck
 import leakcheck.report as lcreport
+from leakcheck import cpython
 
 from . import parking
 from . import perrun
@@ -91,6 +92,7 @@ class _GcFreezer:
             return
         gc.collect()
         _gc_freeze()
+        cpython.fresh_handler_lists()
         fresh_log_buffers(config)
         self.blocks = leakcheck.allocated_blocks()
         self.tests = 0

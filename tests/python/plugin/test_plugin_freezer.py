@@ -2,6 +2,8 @@
 collections: it freezes again once they left enough, and finds that out
 without walking the objects of the heap."""
 
+import sys
+
 from pytest_leakcheck import session
 
 # A session fixture a checked test sets up, holding many objects; the next
@@ -99,3 +101,54 @@ def test_without_pymalloc_not_frozen_before_young_tests(pytester,
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=session.YOUNG_TESTS - 1, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_big.py::test_frozen*"])
+
+
+# Freezes before every checked test, so that each reported run follows a
+# freeze.
+EVERY_TEST = '''
+from pytest_leakcheck import session
+
+session.YOUNG_BLOCKS = 0
+'''
+
+AFTER_A_FREEZE = '''
+import logging
+
+import pytest
+
+_KEPT = []
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_clean(i):
+    logging.getLogger("after_a_freeze").info("quiet")
+    assert i >= 0
+
+
+def test_leaky():
+    _KEPT.append([])
+'''
+
+
+def test_a_clean_test_right_after_a_freeze_runs_once(pytester, read_report):
+    """pytest's log capture removes its handlers from the root logger in
+    every phase, and from CPython 3.14 on (gh-79366) removeHandler()
+    replaces the logger's list of handlers: had the freeze frozen that
+    list, its death would go uncounted and its copy read as one object
+    more in the reported run that follows.  The freezer gives every logger
+    a fresh list; a leak right after a freeze is still caught."""
+    pytester.makeconftest(EVERY_TEST)
+    pytester.makepyfile(test_after=AFTER_A_FREEZE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--leaks",
+                                           "--leaks-report=r.json")
+    result.assert_outcomes(passed=8, failed=1)
+    _, recs = read_report()
+    rec = recs["test_after.py::test_leaky"]
+    assert rec["verdict"] == "leak" and rec["deltas"]["objects"][0] == 1, rec
+    # The first tests fill what is filled once.
+    for i in range(2, 8):
+        rec = recs[f"test_after.py::test_clean[{i}]"]
+        assert rec["verdict"] == "clean", rec
+        if sys.version_info >= (3, 11) and \
+                not hasattr(sys, "gettotalrefcount"):
+            assert rec["test_runs"] == 1 and rec["warmup_measured"], rec
