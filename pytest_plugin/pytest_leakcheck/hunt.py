@@ -237,6 +237,12 @@ def _run_series(h):
     # measured run, they would be its growth.
     run_time = float(0)
     began = float(0)
+    # The loop's flags too, bound to what they hold at the snapshot after
+    # the reported run: a name first bound in that run is one reference
+    # more, which the refs probe (sys.gettotalrefcount, on a debug build)
+    # reads as its growth.
+    more = True
+    confirming = False
     cpu = clock()
     while True:
         try:

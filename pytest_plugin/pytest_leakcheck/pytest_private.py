@@ -39,6 +39,8 @@ What each relies on:
 - `CallInfo(..., _ispytest=True)`: a call made without running one;
   `TestReport.from_item_and_call()` and `_pytest.tmpdir.tmppath_result_key`:
   what pytest's own pytest_runtest_makereport implementations make of it.
+- `_pytest.skipping.xfailed_key`: the stash entry in which every setup
+  phase keeps the item's evaluated xfail marks, read with .get(key, None).
 - `TerminalReporter._tw` and `TerminalWriter._file`.
 """
 
@@ -228,6 +230,23 @@ def stash_storage(item):
     """The dict behind the item's stash, or None."""
     storage = getattr(getattr(item, "stash", None), "_storage", None)
     return storage if isinstance(storage, dict) else None
+
+
+def preset_xfail_marks(item):
+    """Adds the item's stash entry in which pytest's skipping plugin keeps
+    its evaluation of the xfail marks (`xfailed_key`), when the plugin is
+    on and the entry is missing, with None: the value its readers take for
+    a missing entry (each reads it with .get(key, None), and evaluates the
+    marks when it finds None).  Every setup phase sets it; the first would
+    add it to the stash (and so to the runner's copy of the stash).
+    Nothing is evaluated here: the setup phase replaces the value."""
+    skipping = sys.modules.get("_pytest.skipping")
+    key = getattr(skipping, "xfailed_key", None)
+    storage = stash_storage(item)
+    if key is None or storage is None or key in storage or \
+            not item.config.pluginmanager.is_registered(skipping):
+        return
+    storage[key] = None
 
 
 def suite_properties(config):

@@ -477,8 +477,9 @@ class ItemRunner:
     snapshot that precedes it, so that a run that grew nothing else reads
     as nothing: the wider fixtures it uses (set up under `timed`, the
     test's time limit), the values of PYTEST_CURRENT_TEST, the session's
-    tmp_path base and the counter of the test's name, stand-ins of its
-    reports (dropped once the real ones exist)."""
+    tmp_path base and the counter of the test's name, the item's stash
+    entry for its xfail marks, stand-ins of its reports (dropped once the
+    real ones exist)."""
 
     def __init__(self, item, nextitem, read_reported=False,
                  timed=contextlib.nullcontext):
@@ -545,6 +546,7 @@ class ItemRunner:
             self._set_up_shared(timed)
         preset_current_test(item)
         self._preset_tmp_path()
+        pytest_private.preset_xfail_marks(item)
         self._standins = report_standins(item)
 
     def _next_for_teardown(self):
