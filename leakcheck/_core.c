@@ -353,20 +353,45 @@ deref(PyObject *ref)
 #endif
 }
 
+/* The flags of settling's loops: a bytearray with one byte per item of
+ * `items` (a tuple), or NULL after an exception. */
+static char *
+settle_flags(PyObject *flags, PyObject *items, const char *who)
+{
+    if (!PyByteArray_CheckExact(flags) ||
+        PyByteArray_GET_SIZE(flags) != PyTuple_GET_SIZE(items)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: a bytearray of one flag per item expected", who);
+        return NULL;
+    }
+    return PyByteArray_AS_STRING(flags);
+}
+
+/* abc_reset(abcs, reset, seen, light) -> n: calls reset(cls) on each ABC
+ * of `abcs` (weak references) whose caches hold something, and sets its
+ * byte in `seen`; when `light`, looks only at those whose byte is set (the
+ * ABCs seen filled before).  Allocates nothing of its own. */
 static PyObject *
 core_abc_reset(PyObject *mod, PyObject *args)
 {
-    PyObject *refs, *reset;
+    PyObject *refs, *reset, *flags;
     Py_ssize_t i, n = 0;
+    int light;
+    char *seen;
 
-    if (!PyArg_ParseTuple(args, "O!O:abc_reset", &PyTuple_Type, &refs,
-                          &reset))
+    if (!PyArg_ParseTuple(args, "O!OOp:abc_reset", &PyTuple_Type, &refs,
+                          &reset, &flags, &light))
+        return NULL;
+    if ((seen = settle_flags(flags, refs, "abc_reset")) == NULL)
         return NULL;
     for (i = 0; i < PyTuple_GET_SIZE(refs); i++) {
         PyObject *ref = PyTuple_GET_ITEM(refs, i), *cls, *r;
+        if (light && !seen[i])
+            continue;
         if (!PyWeakref_Check(ref) || (cls = deref(ref)) == NULL)
             continue;
         if (abc_cached(cls) != 0) {
+            seen[i] = 1;
             r = PyObject_CallOneArg(reset, cls);
             if (r == NULL) {
                 Py_DECREF(cls);
@@ -380,19 +405,25 @@ core_abc_reset(PyObject *mod, PyObject *args)
     return PyLong_FromSsize_t(n);
 }
 
+/* clear_registries(namespaces, seen, light) -> n: empties the
+ * __warningregistry__ dict of each namespace that has one, and sets its
+ * byte in `seen`; when `light`, looks only at those whose byte is set. */
 static PyObject *
-core_clear_registries(PyObject *mod, PyObject *namespaces)
+core_clear_registries(PyObject *mod, PyObject *args)
 {
+    PyObject *namespaces, *flags;
     Py_ssize_t i, n = 0;
+    int light;
+    char *seen;
 
-    if (!PyTuple_Check(namespaces)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "clear_registries: a tuple of dicts expected");
+    if (!PyArg_ParseTuple(args, "O!Op:clear_registries", &PyTuple_Type,
+                          &namespaces, &flags, &light))
         return NULL;
-    }
+    if ((seen = settle_flags(flags, namespaces, "clear_registries")) == NULL)
+        return NULL;
     for (i = 0; i < PyTuple_GET_SIZE(namespaces); i++) {
         PyObject *ns = PyTuple_GET_ITEM(namespaces, i), *registry;
-        if (!PyDict_CheckExact(ns))
+        if ((light && !seen[i]) || !PyDict_CheckExact(ns))
             continue;
         registry = PyDict_GetItemWithError(ns, str_warningregistry);
         if (registry == NULL) {
@@ -401,6 +432,7 @@ core_clear_registries(PyObject *mod, PyObject *namespaces)
             continue;
         }
         if (PyDict_CheckExact(registry)) {
+            seen[i] = 1;
             /* Clearing can run finalizers that touch the namespace. */
             Py_INCREF(registry);
             PyDict_Clear(registry);
@@ -1064,6 +1096,15 @@ series_next(SeriesObject *self, PyObject *unused)
     return PyBool_FromLong(rc);
 }
 
+/* rebase(): lc__series_rebase, between two measured runs. */
+static PyObject *
+series_rebase(SeriesObject *self, PyObject *unused)
+{
+    if (check(lc__series_rebase(self->series)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* feed(mask, deltas): lc_series_feed, `deltas` a sequence of
  * PROBE_COUNT ints (those of probes outside `mask` unread) or None. */
 static PyObject *
@@ -1190,6 +1231,7 @@ static PyMethodDef series_methods[] = {
     {"window", (PyCFunction)series_window, METH_NOARGS, NULL},
     {"main_runs", (PyCFunction)series_main_runs, METH_NOARGS, NULL},
     {"next", (PyCFunction)series_next, METH_NOARGS, NULL},
+    {"rebase", (PyCFunction)series_rebase, METH_NOARGS, NULL},
     {"feed", (PyCFunction)series_feed, METH_VARARGS, NULL},
     {"confirming", (PyCFunction)series_confirming, METH_NOARGS, NULL},
     {"confirm_runs", (PyCFunction)series_confirm_runs, METH_NOARGS, NULL},
@@ -1237,15 +1279,17 @@ static PyMethodDef core_methods[] = {
      "sys.getallocatedblocks(), from the allocator hook's count where "
      "snapshots read it so (no walk of pymalloc's pools)."},
     {"abc_reset", core_abc_reset, METH_VARARGS,
-     "abc_reset(refs, reset) -> n: calls reset(cls) for each live class "
-     "of the weak references refs whose ABC caches are not both empty, or "
-     "cannot be read (settling's use only)."},
+     "abc_reset(refs, reset, seen, light) -> n: calls reset(cls) for each "
+     "live class of the weak references refs whose ABC caches are not both "
+     "empty, or cannot be read, and marks it in seen; only of those marked "
+     "when light (settling's use only)."},
     {"abc_cache_sizes", core_abc_cache_sizes, METH_O,
      "(len of the cache, len of the negative cache) of an ABC as the C abc "
      "module lays them out, or None."},
-    {"clear_registries", core_clear_registries, METH_O,
-     "clear_registries(namespaces) -> n: empties the __warningregistry__ "
-     "dict of each namespace (settling's use only)."},
+    {"clear_registries", core_clear_registries, METH_VARARGS,
+     "clear_registries(namespaces, seen, light) -> n: empties the "
+     "__warningregistry__ dict of each namespace, only of those seen with "
+     "one before when light (settling's use only)."},
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},

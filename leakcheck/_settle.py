@@ -105,7 +105,8 @@ class _Plan:
     loops.  Remade when the number of modules changes (an import), so an
     ABC subclass defined without an import since is left out until then."""
 
-    __slots__ = ("modules", "clears", "abcs", "namespaces")
+    __slots__ = ("modules", "clears", "abcs", "namespaces", "abcs_seen",
+                 "registries_seen")
 
     def __init__(self, modules):
         self.modules = len(modules)
@@ -115,6 +116,11 @@ class _Plan:
             ns for ns in (getattr(m, "__dict__", None)
                           for m in list(modules.values()))
             if type(ns) is dict)
+        # A byte per ABC and per namespace, set once settling found the
+        # ABC's caches or the namespace's warning registry filled: what a
+        # light settle() looks at.
+        self.abcs_seen = bytearray(len(self.abcs))
+        self.registries_seen = bytearray(len(self.namespaces))
 
 
 def _abc_layout_known():
@@ -153,13 +159,14 @@ def _abc_layout_known():
 _abc_readable = False
 
 
-def _reset_abc_caches(abcs):
+def _reset_abc_caches(abcs, seen, light):
     """Resets the caches of the ABCs of `abcs` (weak references), as
     _abc._reset_caches does; where the layout of the C abc's data is known,
     only of those whose caches hold something (resetting an empty cache
-    changes nothing), in a loop that costs a few nanoseconds an ABC."""
+    changes nothing), in a loop that costs a few nanoseconds an ABC, and
+    marks them in `seen`; when `light`, only of the ABCs marked there."""
     if _abc_readable:
-        _core.abc_reset(abcs, _reset_caches)
+        _core.abc_reset(abcs, _reset_caches, seen, light)
     else:
         _exhaust(map(_reset_caches, filter(_not_none, map(_deref, abcs))))
 
@@ -174,20 +181,24 @@ _light = False
 
 
 def settle_lightly_next(light=True):
-    """Makes the next settle() light: for the snapshot before a series'
-    last warm-up run, which serves only to spare the measured runs when
-    that run grew nothing.  It leaves the warning registries, which what
-    runs between two tests (pytest's reporting, the next test's set-up)
-    hardly ever fills, and whose search looks in every module's namespace.
-    Should that have filled one, the snapshot after the run clears it and
-    reads less than before: that run is not taken as measured, and the
-    measured runs that follow are settled on both sides (a leak could hide
-    only behind a drop of exactly its size in every probe at once).  The
-    other caches are cleared as always: between two tests the reporting
-    fills the ABC and type caches, and real suites' fixtures the standard
-    library's (frozenlist's suite: 5 of 90 clean tests ran once when they
-    were left, 51 when cleared).  False takes it back (the snapshot did
-    not settle)."""
+    """Makes the next settle() light: for the two snapshots around a
+    series' last warm-up run, which serve only to spare the measured runs
+    when that run grew nothing.  Of the ABC caches and the warning
+    registries, whose search looks at every ABC and every module's
+    namespace, a light settle() clears only those settling found filled
+    before (in any earlier snapshot); the other caches it clears as
+    always.  What it leaves is left on both sides of the run: a cache the
+    run fills reads as growth, one it empties as a drop, and either way
+    that run is not taken as measured, and the measured runs that follow
+    are settled fully on both sides (a leak could hide only behind a drop
+    of exactly its size in every probe at once).  What runs between two
+    tests (pytest's reporting, the next test's set-up) fills the same few
+    ABC caches test after test, and they are soon known.  Leaving the
+    other caches was measured worse: between two tests the reporting
+    fills the type cache, and real suites' fixtures the standard
+    library's caches (frozenlist's suite: 5 of 90 clean tests ran once
+    when they were left, 51 when cleared).  False takes it back (the
+    snapshot did not settle)."""
     global _light
     _light = light
 
@@ -228,17 +239,16 @@ def settle():
     # The loops over every ABC and every module run in C: settling runs
     # before every snapshot.
     try:
-        _reset_abc_caches(plan.abcs)
+        _reset_abc_caches(plan.abcs, plan.abcs_seen, light)
     except Exception:
         pass
     # warnings.warn() makes a __warningregistry__ in the module it blames
     # and adds an entry per distinct warning.  Emptied, not deleted: adding
     # and deleting a key now and then resizes the module's namespace.
-    if not light:
-        try:
-            _core.clear_registries(plan.namespaces)
-        except Exception:
-            pass
+    try:
+        _core.clear_registries(plan.namespaces, plan.registries_seen, light)
+    except Exception:
+        pass
     _flush_std_streams()
     cpython.clear_type_cache()  # last: the steps above look attributes up
 

@@ -428,6 +428,10 @@ class Series:
     ({name: why} for probes asked for but not compared), ``threads``
     (other threads that ran from the first snapshot to the last: the
     probes are process-wide) and report().
+
+    rebase() takes again the snapshot the next measured run is compared
+    with: what the caller made between two runs (state it keeps only once
+    it knows more runs are due) is then not that run's growth.
     """
 
     def __init__(self, warmup: int = 1, repeat: int = 4,
@@ -483,7 +487,9 @@ class Series:
             # engine reads that run too), or the measured runs' first.
             if self._calls >= self.warmup - 1:
                 self._others = _other_threads(self._others)
-            light = self._calls == self.warmup - 1
+                # The two around the last warm-up run settle lightly
+                # (_settle.settle_lightly_next); rebase() does not.
+                light = self.warmup > 0
             self._calls += 1
         if light:
             _settle.settle_lightly_next()
@@ -498,6 +504,13 @@ class Series:
         if not self.done:
             self._finish()
         return False
+
+    def rebase(self) -> None:
+        """Reads again the snapshot the next measured run is compared with
+        (settled and collected, as every snapshot).  Only between two
+        measured runs: after next() returned True past the warm-up runs,
+        else RuntimeError."""
+        self._core.rebase()
 
     @property
     def confirming(self) -> bool:

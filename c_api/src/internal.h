@@ -110,6 +110,11 @@ int64_t lc__python_allocated_blocks(void);
  * without installing or putting anything back). */
 int lc__pyhook_on_top(void *get_allocator);
 
+/* Reads again the snapshot a series' next measured run is compared with
+ * (what was made since the last snapshot is not that run's growth):
+ * LC_ESTATE unless a measured run is due. */
+int lc__series_rebase(lc_series *series);
+
 /* ---- shared by scope.c and series.c ---- */
 
 /* Probes of `wanted` readable now (Python ones only when CPython is up). */

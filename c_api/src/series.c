@@ -564,6 +564,28 @@ lc_series_next(lc_series *s)
     return rc;
 }
 
+/* Between two measured runs (lc_series_next() returned 1 past the
+ * warm-up): takes again the snapshot the next run is measured from, so
+ * that what the driver made since the last one is not that run's growth.
+ * The probes are those the next snapshot reads; the descriptors listed
+ * replace those of the series' start when no run was measured yet. */
+int
+lc__series_rebase(lc_series *s)
+{
+    int rc;
+
+    if (s == NULL)
+        return LC_EINVAL;
+    if (s->done || s->calls <= s->warmup)
+        return LC_ESTATE;
+    lc__fdset_reading(s->runs == 0 ? &s->fds_before : NULL);
+    rc = lc_snapshot_take(&s->prev,
+                          s->confirming ? s->confirming : s->compared,
+                          s->flags);
+    lc__fdset_reading(NULL);
+    return rc;
+}
+
 /* The largest delta lc_series_feed() takes, either way: the sum of the
  * longest series' deltas (under 2^18 runs) stays well within int64. */
 #define LC__FEED_MAX ((int64_t)1 << 40)

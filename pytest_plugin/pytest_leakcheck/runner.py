@@ -277,10 +277,8 @@ class _ItemState:
 
     def refresh(self, item):
         """Holds what `item` holds now, updating the copies in place: made
-        before the reported run and refreshed after it, the copies
-        allocate nothing while that run is read when the item's shape did
-        not change (a new attribute, a longer list: they grow, and the run
-        reads as growth, which it is not taken for a measured run then)."""
+        before the reported run (when the series does not read it) and
+        refreshed after it."""
         _put_back_dict(self.attrs, item.__dict__, self.drop)
         contents = self.contents
         for key in [key for key in contents if key not in self.attrs]:
@@ -492,8 +490,7 @@ class ItemRunner:
         self._properties = 0
         # Made now, before the snapshot that precedes the reported run, so
         # that what the runner keeps is not that run's growth: the shared
-        # fixtures this item uses, and the item's state, refreshed in place
-        # after the reported run.
+        # fixtures this item uses.
         for fds in pytest_private.fixture_defs(item).values():
             for fd in fds:
                 note_shared_fixture(item.session, fd)
@@ -531,7 +528,11 @@ class ItemRunner:
         self._spot = (parking.Spot(len(pytest_private.report_sections(item)))
                       if read_reported and parking.ready(item.config)
                       else None)
-        self._state = _ItemState(item)
+        # What each extra run is put back to.  A series that reads the
+        # reported run makes it only when extra runs are due (ready_again:
+        # most tests run once), after the reported run, as that run left
+        # the item; else now, before any snapshot.
+        self._state = None if read_reported else _ItemState(item)
         self.torn_down = False  # True once torn down for the next item
         dtest = getattr(item, "dtest", None)
         globs = getattr(dtest, "globs", None)
@@ -764,8 +765,12 @@ class ItemRunner:
         item = self.item
         self._sections = len(pytest_private.report_sections(item))
         self._properties = len(item.user_properties)
-        self._state.refresh(item)
-        self._state.put_back(item)      # the instance goes already
+        if self._state is not None:
+            self._state.refresh(item)
+        # The instance of a method's class goes already, as after each run.
+        attrs = item.__dict__
+        for key in pytest_private.method_instance(item):
+            attrs.pop(key, None)
         cpython.make_frames(self.run_again, self._put_back, self._tmp_path,
                      self._recycle, pytest_private.unlogged.__wrapped__,
                      pytest_private.tmp_path_factory,
@@ -783,6 +788,15 @@ class ItemRunner:
     def restore_output(self):
         if self._spot is not None:
             self._spot.restore()
+
+    def ready_again(self):
+        """Before an extra run: makes what each extra run is put back to the
+        first time it is due.  True when it made it: the snapshot the run
+        is measured from must then be read again (Series.rebase())."""
+        if self._state is not None:
+            return False
+        self._state = _ItemState(self.item)
+        return True
 
     def run_again(self):
         """One more run, not logged.  None when every phase passed, else

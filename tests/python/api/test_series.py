@@ -62,6 +62,39 @@ def test_next_keeps_returning_false_once_done():
     assert series.runs == 2 and series.window == 2
 
 
+def test_rebase_leaves_what_was_made_between_runs_out():
+    kept = []
+    series = leakcheck.Series(warmup=1, repeat=2, probes="objects")
+    with pytest.raises(RuntimeError):
+        series.rebase()             # before the warm-up run is read
+    assert series.next()
+    kept.append([])                 # the warm-up run grows: runs are due
+    assert series.next()
+    # Made between two runs and kept: the measured run that follows does
+    # not grow by it once the snapshot it is compared with is read again.
+    kept.append([[] for _ in range(5)])
+    series.rebase()
+    while series.next():
+        pass                        # the measured runs: nothing
+    assert series.leaked is False
+    assert set(series.deltas["objects"]) == {0}
+    with pytest.raises(RuntimeError):
+        series.rebase()             # done
+
+
+def test_without_rebase_what_was_made_between_runs_is_growth():
+    kept = []
+    series = leakcheck.Series(warmup=1, repeat=2, probes="objects")
+    assert series.next()
+    kept.append([])
+    assert series.next()
+    kept.append([[] for _ in range(5)])
+    while series.next():
+        pass
+    # The six lists, less what else the test's frame let go meanwhile.
+    assert series.deltas["objects"][0] >= 5
+
+
 def test_warmup_zero_measures_from_the_first_run(leaky):
     armed = [False]
 

@@ -105,8 +105,32 @@ def test_abc_reset_skips_only_the_empty_caches():
             weakref.ref(collections.abc.Awaitable))
     assert abc_cache_sizes(collections.abc.Awaitable) == (0, 0)
     reset = []
-    assert _core.abc_reset(refs, reset.append) == 1
+    seen = bytearray(2)
+    assert _core.abc_reset(refs, reset.append, seen, False) == 1
     assert reset == [collections.abc.Sequence]
+    assert seen == bytearray([1, 0])
+
+
+def test_a_light_abc_reset_looks_only_at_the_abcs_seen_filled():
+    import collections.abc
+    leakcheck.snapshot()
+    if not _settle._abc_readable:
+        pytest.skip("the C abc module's layout is not readable here")
+
+    class Fresh:
+        pass
+
+    refs = (weakref.ref(collections.abc.Sequence),
+            weakref.ref(collections.abc.Awaitable))
+    isinstance(Fresh(), collections.abc.Awaitable)
+    reset = []
+    assert _core.abc_reset(refs, reset.append, bytearray(2), True) == 0
+    assert abc_cache_sizes(collections.abc.Awaitable) != (0, 0)
+    seen = bytearray([0, 1])
+    assert _core.abc_reset(refs, reset.append, seen, True) == 1
+    assert reset == [collections.abc.Awaitable]
+    with pytest.raises(TypeError):
+        _core.abc_reset(refs, reset.append, bytearray(1), False)
 
 
 WARNING_MODULE = '''
@@ -153,6 +177,21 @@ def test_clear_registries_counts_what_it_emptied():
     first = {"__warningregistry__": {"version": 1, ("a", Warning, 1): True}}
     second = {"x": 1}
     third = {"__warningregistry__": "not a dict"}
-    assert _core.clear_registries((first, second, third)) == 1
+    seen = bytearray(3)
+    assert _core.clear_registries((first, second, third), seen, False) == 1
     assert first == {"__warningregistry__": {}}
     assert third == {"__warningregistry__": "not a dict"}
+    assert seen == bytearray([1, 0, 0])
+
+
+def test_a_light_clear_empties_only_the_registries_seen_before():
+    seen_one = {"__warningregistry__": {("a", Warning, 1): True}}
+    new_one = {"__warningregistry__": {("b", Warning, 2): True}}
+    seen = bytearray([1, 0])
+    assert _core.clear_registries((seen_one, new_one), seen, True) == 1
+    assert seen_one == {"__warningregistry__": {}}
+    assert new_one["__warningregistry__"]
+    assert seen == bytearray([1, 0])
+    assert _core.clear_registries((seen_one, new_one), seen, False) == 2
+    assert new_one == {"__warningregistry__": {}}
+    assert seen == bytearray([1, 1])
