@@ -38,7 +38,9 @@ What each relies on:
   tmp_path fixture's name for a test (_pytest/tmpdir.py).
 - `CallInfo(..., _ispytest=True)`: a call made without running one;
   `TestReport.from_item_and_call()` and `_pytest.tmpdir.tmppath_result_key`:
-  what pytest's own pytest_runtest_makereport implementations make of it.
+  what pytest's own pytest_runtest_makereport implementations make of it;
+  pytest's tmp_path fixture (`_pytest.tmpdir.tmp_path`) deletes that
+  stash entry in its teardown (pytest 7.3+).
 - `_pytest.skipping.xfailed_key`: the stash entry in which every setup
   phase keeps the item's evaluated xfail marks, read with .get(key, None).
 - `TerminalReporter._tw` and `TerminalWriter._file`.
@@ -130,6 +132,44 @@ def standin_reports(item, own):
         item.stash.setdefault(key, {})[when] = report.passed
         reports.append(report)
     return reports
+
+
+def preset_tmp_path_result(item):
+    """Makes the item's stash entry in which pytest's tmp_path plugin keeps
+    each phase's outcome (`tmppath_result_key`, filled by the stand-in
+    reports with all three) hold what a passing run leaves in it, when the
+    item uses pytest's own tmp_path fixture: its teardown deletes the
+    entry, and the teardown phase's report then makes it anew, with that
+    phase's outcome alone.  Left with three, the entry would hold two keys
+    and two values (four references) more before the run than after:
+    less, hiding as much growth.  Nothing changes when the item does not
+    use that fixture (one of the same name that does not request it)."""
+    key = getattr(sys.modules.get("_pytest.tmpdir"), "tmppath_result_key",
+                  None)
+    storage = stash_storage(item)
+    if key is None or storage is None or \
+            not _uses_pytests_tmp_path(fixture_defs(item)):
+        return
+    results = storage.get(key)
+    if type(results) is not dict or "teardown" not in results:
+        return
+    for when in [when for when in results if when != "teardown"]:
+        del results[when]
+
+
+def _uses_pytests_tmp_path(defs):
+    """Whether the item's tmp_path (`defs`: fixture_defs()) is pytest's
+    own, or one of the same name that requests it (a fixture overriding
+    another sees the one it overrides under its own name)."""
+    for fixturedef in reversed(defs.get("tmp_path") or ()):
+        func = getattr(fixturedef, "func", None)
+        func = getattr(func, "__wrapped__", func)
+        if getattr(func, "__module__", None) == "_pytest.tmpdir" and \
+                getattr(func, "__name__", None) == "tmp_path":
+            return True
+        if "tmp_path" not in getattr(fixturedef, "argnames", ()):
+            return False
+    return False
 
 
 # ---- the item ----------------------------------------------------------

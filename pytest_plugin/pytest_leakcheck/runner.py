@@ -109,8 +109,9 @@ def report_standins(item):
     reported run, and dropped before the one after it.  The reported run's
     own reports live on (pytest logs them after the hunt), and so does
     what the hook's implementations keep of them (pytest's tmp_path keeps
-    each phase's outcome in the item's stash, a conftest may keep the
-    report on the item): made here first, with the stand-ins gone in the
+    each phase's outcome in the item's stash, the teardown's alone once
+    the tmp_path fixture is torn down; a conftest may keep the report on
+    the item): made here first, with the stand-ins gone in the
     real ones' place, a run that grew nothing else reads as nothing.  A
     real report holds at least what its stand-in does (captured output and
     failures only add to it), so a stand-in never hides growth.  None when
@@ -126,6 +127,10 @@ def report_standins(item):
             reports = [item.ihook.pytest_runtest_makereport(
                            item=item, call=pytest_private.passed_call(when))
                        for when in ("setup", "call", "teardown")]
+        # tmp_path's teardown deletes the phases' outcomes the stand-ins
+        # kept, and the teardown report keeps its own alone: so does the
+        # stash now.
+        pytest_private.preset_tmp_path_result(item)
         return reports
     except Exception:
         return None
