@@ -23,7 +23,10 @@ Printed: the CPU seconds of each configuration, the overhead per test in ms
 the first and of the last test (setup to teardown, the --leaks hunt
 included) and of the session around them; "tests s" is the CPU time of
 all the tests' protocols (pytest_runtest_protocol, whole), so that what
---leaks adds inside them and outside them can be told apart.  With --leaks every test must
+--leaks adds inside them and outside them can be told apart; and the
+overhead per test of the tests between the first and the last (their
+protocols only, paired by round), which leaves out what a session pays
+once (a large heap's first collection).  With --leaks every test must
 come out clean; the report's count of tests that ran once is printed too.
 """
 
@@ -222,9 +225,18 @@ def main(argv=None):
             # round moves both of its runs.
             paired = statistics.median(
                 leaks - plain for leaks, plain in zip(cpu[name], cpu["plain"]))
+            # The tests' protocols less the first and the last test (what
+            # a session pays once: its fixtures' set-up and teardown, the
+            # first collection of the heap), paired by round.
+            between = statistics.median(
+                ((ml[3] - (ml[0] + ml[1]) / 1000) -
+                 (mp[3] - (mp[0] + mp[1]) / 1000)) / (tests - 2) * 1000
+                for ml, mp in zip(marks[name], marks["plain"]))
             print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
                   f"(session CPU only: {session / tests * 1000:.3f} ms; "
-                  f"paired by round: {paired / tests * 1000:.3f} ms)")
+                  f"paired by round: {paired / tests * 1000:.3f} ms; "
+                  f"tests between the first and the last, paired: "
+                  f"{between:.3f} ms)")
         print(f"--leaks report: {n} tests, all clean, {once} ran once"
               + _said(said, tests))
         if args.against:
