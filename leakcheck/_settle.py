@@ -189,16 +189,18 @@ def settle_lightly_next(light=True):
     before (in any earlier snapshot); the other caches it clears as
     always.  What it leaves is left on both sides of the run: a cache the
     run fills reads as growth, one it empties as a drop, and either way
-    that run is not taken as measured, and the measured runs that follow
-    are settled fully on both sides (a leak could hide only behind a drop
-    of exactly its size in every probe at once).  What runs between two
-    tests (pytest's reporting, the next test's set-up) fills the same few
-    ABC caches test after test, and they are soon known.  Leaving the
-    other caches was measured worse: between two tests the reporting
-    fills the type cache, and real suites' fixtures the standard
-    library's caches (frozenlist's suite: 5 of 90 clean tests ran once
-    when they were left, 51 when cleared).  False takes it back (the
-    snapshot did not settle)."""
+    that run is not taken as measured; the measured runs that follow are
+    settled fully (the first of them is compared with the light snapshot
+    unless the caller rebases the series, as the pytest plugin does: what
+    that snapshot left can only read as a drop there).  A leak could hide
+    only behind a drop of exactly its size in every probe at once.  What
+    runs between two tests (pytest's reporting, the next test's set-up)
+    fills the same few ABC caches test after test, and they are soon
+    known.  Leaving the other caches was measured worse: between two
+    tests the reporting fills the type cache, and real suites' fixtures
+    the standard library's caches (frozenlist's suite: 5 of 90 clean
+    tests ran once when they were left, 51 when cleared).  False takes it
+    back (the snapshot did not settle)."""
     global _light
     _light = light
 
