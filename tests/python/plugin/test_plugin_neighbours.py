@@ -184,7 +184,10 @@ def test_randomly_takes_the_fast_path(pytester, read_report):
     last = recs[-1]
     assert last["test_runs"] == \
         last["warmup"] + last["runs"] - last["warmup_measured"], last
-    if sys.version_info >= (3, 11):
+    if sys.version_info >= (3, 11) and (
+            not hasattr(sys, "gettotalrefcount")
+            or sys.version_info < (3, 12)):
+        # (test_plugin_once.py: RUNS_ONCE)
         assert runs[-1] == 1
 
 
