@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -152,11 +153,42 @@ count_fds(void)
 /* One entry per thread in /proc/self/task: unlike /proc/self/stat's thread
  * count, listing it costs the same however large the address space is
  * (reading /proc/self/stat sums up the memory map, ~15 us in a Python
- * process). */
+ * process).  Linux also gives the count as that folder's link count, less
+ * its two own links (proc_task_getattr): one stat(), no descriptor opened,
+ * no listing (2.0 us against 5.8 us, measured on Linux 6.18).  Trusted
+ * once it agreed with a listing, as the descriptors' count is (fds.c):
+ * `stat_counts` is 0 until asked, 1 trusted, -1 not.  Threads may ask at
+ * once: each would decide the same. */
+static int threads_stat_counts;
+
+static int64_t
+threads_by_links(void)
+{
+    struct stat st;
+
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2
+               ? (int64_t)st.st_nlink - 2
+               : -1;
+}
+
 int64_t
 lc__threads_now(void)
 {
-    return count_entries("/proc/self/task");
+    int state = __atomic_load_n(&threads_stat_counts, __ATOMIC_RELAXED);
+    int64_t listed, linked;
+
+    if (state > 0)
+        return threads_by_links();
+    listed = count_entries("/proc/self/task");
+    if (state == 0) {
+        linked = threads_by_links();
+        /* Decided only when a second listing agrees with the first: a
+         * thread that began or ended between them is asked about again. */
+        if (listed > 0 && count_entries("/proc/self/task") == listed)
+            __atomic_store_n(&threads_stat_counts, linked == listed ? 1 : -1,
+                             __ATOMIC_RELAXED);
+    }
+    return listed;
 }
 
 /* Whether a /proc folder can be read; once it could, that is remembered
