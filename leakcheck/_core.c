@@ -1203,6 +1203,37 @@ series_delta(SeriesObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)d);
 }
 
+/* The deltas of one probe over the first `runs` runs, as a list: what
+ * Series._finish() reads of every probe, in one call. */
+static PyObject *
+series_deltas(SeriesObject *self, PyObject *args)
+{
+    int probe, runs, run;
+    PyObject *list;
+
+    if (!PyArg_ParseTuple(args, "ii:deltas", &probe, &runs))
+        return NULL;
+    if (runs < 0) {
+        PyErr_SetString(PyExc_ValueError, "deltas: runs must be >= 0");
+        return NULL;
+    }
+    list = PyList_New(runs);
+    if (list == NULL)
+        return NULL;
+    for (run = 0; run < runs; run++) {
+        int64_t d;
+        PyObject *v;
+
+        if (check(lc_series_delta(self->series, run, probe, &d)) < 0 ||
+            (v = PyLong_FromLongLong((long long)d)) == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, run, v);
+    }
+    return list;
+}
+
 static PyObject *
 series_threshold(SeriesObject *self, PyObject *arg)
 {
@@ -1242,6 +1273,7 @@ static PyMethodDef series_methods[] = {
     {"warmup_measured", (PyCFunction)series_warmup_measured, METH_NOARGS,
      NULL},
     {"delta", (PyCFunction)series_delta, METH_VARARGS, NULL},
+    {"deltas", (PyCFunction)series_deltas, METH_VARARGS, NULL},
     {"threshold", (PyCFunction)series_threshold, METH_O, NULL},
     {"report", (PyCFunction)series_report, METH_NOARGS, NULL},
     {NULL},

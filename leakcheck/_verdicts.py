@@ -524,16 +524,20 @@ class Series:
         self.probes = names_of(core.probes())
         # The confirming runs read the probes they confirm only.
         confirming = core.confirming()
-        before = core.runs() - core.confirm_runs()
-        self.deltas = {
-            name: [core.delta(run, index_of(name)) for run in range(
-                core.runs() if confirming >> index_of(name) & 1 else before)]
-            for name in self.probes}
-        self.thresholds = {name: core.threshold(index_of(name))
-                           for name in self.probes}
+        runs = core.runs()
+        before = runs - core.confirm_runs()
+        # A loop, not comprehensions: this runs once a test in the plugin.
+        read, threshold = core.deltas, core.threshold
+        self.deltas = deltas = {}
+        self.thresholds = thresholds = {}
+        for name in self.probes:
+            index = index_of(name)
+            deltas[name] = read(index,
+                                runs if confirming >> index & 1 else before)
+            thresholds[name] = threshold(index)
         self.leaking = names_of(core.leaking())
         self.leaked = bool(self.leaking)
-        self.runs = core.runs()
+        self.runs = runs
         self.main_runs = core.main_runs()
         self.warmup_measured = core.warmup_measured()
         self.unread = unread(self._asked, self.probes,
