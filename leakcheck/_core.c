@@ -265,6 +265,142 @@ core_retarget(PyObject *mod, PyObject *args)
     return PyLong_FromSsize_t(n);
 }
 
+/*
+ * type_cache_trim(address, count, filler) -> n: empties the entries of
+ * CPython's type attribute cache (3.9 to 3.11: `count` entries {unsigned
+ * version; PyObject *name; PyObject *value} from `address`) whose name
+ * nothing but the cache holds, giving each a reference to `filler`
+ * instead; returns how many.  Those names live on only because the cache
+ * holds them, and would read as growth; every other entry is left, so
+ * that the lookups after a snapshot still find them (emptying the whole
+ * cache, as sys._clear_type_cache() does, made the plugin's and pytest's
+ * lookups after each snapshot miss: about a tenth of what a clean test
+ * cost, in instructions).  A name may be in several entries (one per type
+ * it was looked up on): its references from the cache are taken off its
+ * count for the time of one loop, and it is the cache's alone when
+ * nothing is left.  No Python code runs until the counts are back; then
+ * the names let go are released, which only frees str objects.  Same
+ * contract as retarget(): settling found the table and vouches for it.
+ * The engine runs it after each snapshot's collection
+ * (trim_type_cache_after_collect below); type_cache_trim() runs it now.
+ */
+typedef struct {
+    unsigned int version;
+    PyObject *name;
+    PyObject *value;
+} lc__type_cache_entry;
+
+#define LC__TYPE_CACHE_MAX 4096
+
+static Py_ssize_t
+trim_table(lc__type_cache_entry *table, Py_ssize_t count, PyObject *filler)
+{
+    uint16_t held[LC__TYPE_CACHE_MAX];
+    unsigned char alone[LC__TYPE_CACHE_MAX];
+    Py_ssize_t i, j, m = 0, n = 0;
+
+    /* The entries that hold a name, their references taken off it... */
+    for (i = 0; i < count; i++) {
+        PyObject *name = table[i].name;
+        if (name != NULL && name != filler && name != Py_None) {
+            Py_SET_REFCNT(name, Py_REFCNT(name) - 1);
+            held[m++] = (uint16_t)i;
+        }
+    }
+    /* ...those whose name has none left are the cache's alone... */
+    for (j = 0; j < m; j++)
+        alone[j] = Py_REFCNT(table[held[j]].name) == 0;
+    /* ...and every count is put back before any name is let go. */
+    for (j = 0; j < m; j++)
+        Py_SET_REFCNT(table[held[j]].name,
+                      Py_REFCNT(table[held[j]].name) + 1);
+    for (j = 0; j < m; j++) {
+        lc__type_cache_entry *e = &table[held[j]];
+        PyObject *old = e->name;
+
+        if (!alone[j])
+            continue;
+        e->version = 0;
+        e->value = NULL;
+        Py_INCREF(filler);
+        e->name = filler;
+        Py_DECREF(old);
+        n++;
+    }
+    return n;
+}
+
+/* The table the engine trims after each snapshot's collection. */
+static struct {
+    lc__type_cache_entry *table;
+    Py_ssize_t count;
+    PyObject *filler;
+} trimmed;
+
+static void
+trim_after_collect(void *unused)
+{
+    (void)unused;
+    if (trimmed.table != NULL)
+        trim_table(trimmed.table, trimmed.count, trimmed.filler);
+}
+
+static int
+table_arg(PyObject *args, const char *format, lc__type_cache_entry **table,
+          Py_ssize_t *count, PyObject **filler)
+{
+    unsigned long long address;
+
+    if (!PyArg_ParseTuple(args, format, &address, count, filler))
+        return -1;
+    if (address == 0 || *count < 0 || *count > LC__TYPE_CACHE_MAX) {
+        PyErr_SetString(PyExc_ValueError, "type cache: bad table");
+        return -1;
+    }
+    *table = (lc__type_cache_entry *)(uintptr_t)address;
+    return 0;
+}
+
+static PyObject *
+core_type_cache_trim(PyObject *mod, PyObject *args)
+{
+    lc__type_cache_entry *table;
+    Py_ssize_t count;
+    PyObject *filler;
+
+    if (table_arg(args, "KnO:type_cache_trim", &table, &count, &filler) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(trim_table(table, count, filler));
+}
+
+/* trim_type_cache_after_collect(address, count, filler), or (None): the
+ * engine trims that table right after the collection of every snapshot.
+ * After it, not before: a name that what the collection frees still
+ * held is the cache's alone only then. */
+static PyObject *
+core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
+{
+    lc__type_cache_entry *table;
+    Py_ssize_t count;
+    PyObject *filler;
+
+    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
+        lc__set_after_collect(NULL, NULL);
+        trimmed.table = NULL;
+        Py_CLEAR(trimmed.filler);
+        Py_RETURN_NONE;
+    }
+    if (table_arg(args, "KnO:trim_type_cache_after_collect", &table, &count,
+                  &filler) < 0)
+        return NULL;
+    Py_INCREF(filler);
+    Py_XSETREF(trimmed.filler, filler);
+    trimmed.table = table;
+    trimmed.count = count;
+    lc__set_after_collect(trim_after_collect, NULL);
+    Py_RETURN_NONE;
+}
+
 /* ---- settling's loops --------------------------------------------------- */
 
 /*
@@ -1322,6 +1458,15 @@ static PyMethodDef core_methods[] = {
      "clear_registries(namespaces, seen, light) -> n: empties the "
      "__warningregistry__ dict of each namespace, only of those seen with "
      "one before when light (settling's use only)."},
+    {"trim_type_cache_after_collect", core_trim_type_cache_after_collect,
+     METH_VARARGS,
+     "trim_type_cache_after_collect(address, count, filler) or (None): the "
+     "engine trims that type cache table after each snapshot's collection "
+     "(settling's use only)."},
+    {"type_cache_trim", core_type_cache_trim, METH_VARARGS,
+     "type_cache_trim(address, count, filler) -> n: empties the type "
+     "cache's entries whose name only the cache holds (settling's use "
+     "only)."},
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},

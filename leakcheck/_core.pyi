@@ -5,7 +5,7 @@
 # built module with mypy's stubtest.
 
 from typing import (Callable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, final)
+                    Tuple, final, overload)
 
 VERSION: str
 PROBE_COUNT: int
@@ -26,6 +26,12 @@ def clear_registries(namespaces: Tuple[object, ...], seen: bytearray,
                      light: bool, /) -> int: ...
 def retarget(address: int, count: int, stride: int, old: object,
              new: object, /) -> int: ...
+def type_cache_trim(address: int, count: int, filler: object, /) -> int: ...
+@overload
+def trim_type_cache_after_collect(address: int, count: int, filler: object,
+                                  /) -> None: ...
+@overload
+def trim_type_cache_after_collect(off: None, /) -> None: ...
 def is_immortal(obj: object, /) -> bool: ...
 
 @final

@@ -85,6 +85,13 @@ const char *lc__python_unavailable(int probe);
  * probes of `mask`, then reads the native ones through lc__native_read()
  * while the interpreter is quiet.  Returns 0 or a negative status. */
 int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
+/* A function the engine calls, GIL held, right after the collection of
+ * every snapshot taken while CPython is initialized (after it, whether or
+ * not the snapshot collects): settling's second half, for what only dies
+ * once the collection freed what else held it (the Python package trims
+ * CPython's type cache there).  It must not run Python code.  NULL
+ * removes it. */
+void lc__set_after_collect(lc_settle_fn fn, void *arg);
 
 /* The allocator hook, called with the GIL held.  Installs it the first
  * time; later, puts it back in the domains it was taken out of (by

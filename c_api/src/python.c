@@ -71,12 +71,21 @@ static struct {
 
 static lc_settle_fn settle_fn;
 static void *settle_arg;
+static lc_settle_fn after_collect_fn;
+static void *after_collect_arg;
 
 void
 lc_set_settle(lc_settle_fn fn, void *arg)
 {
     settle_fn = fn;
     settle_arg = arg;
+}
+
+void
+lc__set_after_collect(lc_settle_fn fn, void *arg)
+{
+    after_collect_fn = fn;
+    after_collect_arg = arg;
 }
 
 #define LC__SYM(field, name) (*(void **)&api.field = dlsym(RTLD_DEFAULT, name))
@@ -589,6 +598,8 @@ lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags)
     }
     if (rc == LC_OK && !(flags & LC_SNAPSHOT_NO_COLLECT))
         rc = collect();
+    if (rc == LC_OK && after_collect_fn != NULL)
+        after_collect_fn(after_collect_arg);
     if (rc != LC_OK)
         goto done;
 

@@ -28,6 +28,88 @@ def test_lookups_after_a_snapshot_leave_none_alone():
     assert after == before
 
 
+# ---- the type attribute cache, trimmed after each collection (3.9-3.11)
+
+def _trimmed_table():
+    """The type cache leakcheck trims after each snapshot's collection, or
+    None where it clears the whole cache instead (3.12 on, or the table
+    not found)."""
+    from leakcheck import cpython
+    leakcheck.snapshot()
+    cache = cpython._typecache
+    return cache if cache is not None and cache.filled else None
+
+
+needs_trimmed_table = pytest.mark.skipif(
+    sys.version_info >= (3, 12) or sys.implementation.name != "cpython" or
+    not sys.platform.startswith("linux"),
+    reason="the type cache is trimmed on CPython 3.9 to 3.11, Linux")
+
+
+@needs_trimmed_table
+def test_the_type_cache_keeps_the_names_something_else_holds():
+    import ctypes
+    import struct
+    cache = _trimmed_table()
+    assert cache is not None
+    classes = [type(f"Kept{i}", (), {f"attribute{i}": i}) for i in range(40)]
+    names = [f"attribute{i}" for i in range(40)]    # interned: held by us
+    for cls, name in zip(classes, names):
+        getattr(cls, name)
+    leakcheck.snapshot()
+    table = ctypes.string_at(cache.address, cache.ENTRIES * cache.STRIDE)
+    kept = sum(struct.pack("<Q", id(name)) in table for name in names)
+    # A few may have been pushed out by the snapshot's own lookups.
+    assert kept >= 30, kept
+
+
+@needs_trimmed_table
+def test_a_name_that_garbage_and_the_type_cache_held_reads_as_nothing():
+    """The name lives on in a cycle and in the cache; the cycle dies in
+    the collection, so only a trim after it finds the name the cache's
+    alone (one before it would leave a block and an allocation a run)."""
+    assert _trimmed_table() is not None
+
+    class Holder:
+        pass
+
+    def run(i):
+        name = "".join(["looked_up_", str(i), "_once"])
+        getattr(Holder, name, None)
+        getattr(Holder(), name, None)
+        cycle = [name]
+        cycle.append(cycle)
+
+    run(0)
+    for i in range(1, 8):
+        with leakcheck.scope(probes=["blocks", "py_allocs", "py_bytes",
+                                     "objects"]):
+            run(i)
+
+
+@needs_trimmed_table
+def test_the_trim_counts_every_entry_of_a_name():
+    cache = _trimmed_table()
+    assert cache is not None
+
+    class Meta(type):
+        pass
+
+    class Twice(metaclass=Meta):
+        pass
+
+    name = "".join(["in_two_entries_", str(id(Twice))])
+    getattr(Twice, name, None)      # the metaclass's lookup, then the class's
+    getattr(Twice(), name, None)
+    held = sys.getrefcount(name)
+    assert _core.type_cache_trim(cache.address, cache.ENTRIES,
+                                 cache.FILLER) == 0     # we hold it
+    assert sys.getrefcount(name) == held
+    del name
+    assert _core.type_cache_trim(cache.address, cache.ENTRIES,
+                                 cache.FILLER) >= 2
+
+
 # ---- what settling clears: every ABC cache and warning registry it finds
 
 def abc_cache_sizes(cls):
