@@ -401,6 +401,96 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/*
+ * count_interned_in(interned) or (None): on CPython 3.13 and later (with
+ * the GIL), the engine's count of immortal interned strings comes from
+ * the interpreter's dict of interned strings, found and vouched for by
+ * leakcheck.cpython, instead of sys.getunicodeinternedsize(
+ * _only_immortal=True), which walks every interned string (50,000 and
+ * more in a pytest process: most of what a snapshot cost there).  The
+ * dict only grows at its end until it is resized: each snapshot looks at
+ * the entries added since the last one, and counts those immortal by
+ * then.  A string that was interned mortal and made immortal later (code
+ * objects' names, PyUnicode_InternFromString) was allocated before: it is
+ * not counted, as it is no new block (the walk counted it, and a run that
+ * immortalized strings read as a drop).  When the dict was resized, the
+ * count cannot tell what is new: the snapshot reads -1 (no blocks, no
+ * py_allocs) and the next ones count on from there.
+ */
+#if PY_VERSION_HEX >= 0x030D0000 && !defined(Py_GIL_DISABLED)
+#define LC__COUNT_INTERNED 1
+static struct {
+    PyObject *dict;             /* the interned strings, or NULL          */
+    void *keys;                 /* its table when last looked at          */
+    Py_ssize_t pos;             /* PyDict_Next's place in that table      */
+    int64_t immortal;           /* immortal ones among those looked at    */
+} interned;
+
+static int64_t
+count_interned(void)
+{
+    PyObject *key, *value;
+    int resized;
+
+    if (interned.dict == NULL || !PyDict_CheckExact(interned.dict))
+        return -1;
+    resized = ((PyDictObject *)interned.dict)->ma_keys != interned.keys;
+    if (resized) {
+        interned.keys = ((PyDictObject *)interned.dict)->ma_keys;
+        interned.pos = 0;
+        interned.immortal = 0;
+    }
+    while (PyDict_Next(interned.dict, &interned.pos, &key, &value))
+        if (PyUnicode_CheckExact(key) &&
+            PyUnicode_CHECK_INTERNED(key) == SSTATE_INTERNED_IMMORTAL)
+            interned.immortal++;
+    return resized ? -1 : interned.immortal;
+}
+#endif
+
+/* interned_count() -> n or None: the engine's count now, as a snapshot
+ * reads it (None while the engine asks sys instead). */
+static PyObject *
+core_interned_count(PyObject *mod, PyObject *unused)
+{
+#ifdef LC__COUNT_INTERNED
+    if (interned.dict != NULL)
+        return PyLong_FromLongLong((long long)count_interned());
+#endif
+    (void)mod;
+    (void)unused;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+core_count_interned_in(PyObject *mod, PyObject *arg)
+{
+#ifdef LC__COUNT_INTERNED
+    if (arg == Py_None) {
+        lc__set_interned_counter(NULL);
+        Py_CLEAR(interned.dict);
+        Py_RETURN_NONE;
+    }
+    if (!PyDict_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "count_interned_in: not a dict");
+        return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(interned.dict, arg);
+    interned.keys = NULL;           /* the first count looks at them all */
+    (void)count_interned();
+    lc__set_interned_counter(count_interned);
+    return PyLong_FromLongLong((long long)interned.immortal);
+#else
+    (void)mod;
+    if (arg == Py_None)
+        Py_RETURN_NONE;
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "count_interned_in: CPython 3.13 and later, with the GIL");
+    return NULL;
+#endif
+}
+
 /* ---- settling's loops --------------------------------------------------- */
 
 /*
@@ -1463,6 +1553,14 @@ static PyMethodDef core_methods[] = {
      "trim_type_cache_after_collect(address, count, filler) or (None): the "
      "engine trims that type cache table after each snapshot's collection "
      "(settling's use only)."},
+    {"interned_count", core_interned_count, METH_NOARGS,
+     "interned_count() -> n or None: the engine's count of immortal "
+     "interned strings now, as a snapshot reads it (-1: unreadable now), "
+     "None when it asks sys.getunicodeinternedsize() instead."},
+    {"count_interned_in", core_count_interned_in, METH_O,
+     "count_interned_in(interned) -> n, or (None): the engine counts the "
+     "immortal interned strings in that dict, the interpreter's, as they "
+     "are added (settling's use only); n is how many it holds now."},
     {"type_cache_trim", core_type_cache_trim, METH_VARARGS,
      "type_cache_trim(address, count, filler) -> n: empties the type "
      "cache's entries whose name only the cache holds (settling's use "

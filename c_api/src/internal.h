@@ -92,6 +92,13 @@ int lc__python_snapshot(lc_snapshot *snap, unsigned mask, unsigned flags);
  * CPython's type cache there).  It must not run Python code.  NULL
  * removes it. */
 void lc__set_after_collect(lc_settle_fn fn, void *arg);
+/* A count of the immortal interned strings that replaces the engine's
+ * (sys.getunicodeinternedsize(_only_immortal=True), which walks every
+ * interned string on CPython 3.13 and later): called, GIL held, where a
+ * snapshot reads that count; only its differences matter.  -1 when it
+ * cannot be read now.  NULL removes it. */
+typedef int64_t (*lc__count_fn)(void);
+void lc__set_interned_counter(lc__count_fn fn);
 
 /* The allocator hook, called with the GIL held.  Installs it the first
  * time; later, puts it back in the domains it was taken out of (by

@@ -88,6 +88,14 @@ lc__set_after_collect(lc_settle_fn fn, void *arg)
     after_collect_arg = arg;
 }
 
+static lc__count_fn interned_counter;
+
+void
+lc__set_interned_counter(lc__count_fn fn)
+{
+    interned_counter = fn;
+}
+
 #define LC__SYM(field, name) (*(void **)&api.field = dlsym(RTLD_DEFAULT, name))
 
 static void
@@ -253,7 +261,9 @@ walk_agrees(void)
  * CPython's own refleak runner subtracts them from its block count, and
  * so does blocks here (and py_allocs): the count comes from
  * sys.getunicodeinternedsize(_only_immortal=True), or without the keyword
- * on 3.12, where it does not exist.  -1 when it cannot be read.
+ * on 3.12, where it does not exist; or from the counter the Python package
+ * gives (lc__set_interned_counter) on 3.13 and later, where that call
+ * walks every interned string.  -1 when it cannot be read.
  */
 static int64_t
 interned_immortal(void)
@@ -263,6 +273,8 @@ interned_immortal(void)
 
     if (py.interned == NULL)
         return 0;
+    if (interned_counter != NULL)
+        return interned_counter();
     r = api.Object_Call(py.interned, py.interned_args, py.interned_kwargs);
     if (r == NULL) {
         api.Err_Clear();
