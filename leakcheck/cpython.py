@@ -456,19 +456,20 @@ def _count_interned():
 
 def _find_interned(ctypes):
     """The dict of interned strings, from a pointer to it in the
-    interpreter's state: a live dict (its reference count read before it
-    is touched) that maps three strings interned just now to themselves,
-    and whose count of immortal strings, with the statically allocated
-    ones, is what sys.getunicodeinternedsize(_only_immortal=True) says.
-    None when no pointer proves to be it."""
+    interpreter's state (whose memory also holds the thread's freelists:
+    dicts freed there still name dict as their type).  Nothing but raw
+    memory is read until one pointer is left: of the words that point to
+    an object of type dict, those whose size (ma_used) grows by exactly as
+    many strings as are interned meanwhile, twice.  That one is then
+    taken as a dict only if it maps the strings interned to themselves
+    and its immortal strings, with the statically allocated ones, are
+    what sys.getunicodeinternedsize(_only_immortal=True) counts.  None
+    when no pointer proves to be it."""
     import array
     import bisect
+    import time
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
-    import time
-    marks = [sys.intern("".join(("leakcheck: interned ", str(i), " ",
-                                 str(time.monotonic_ns()))))
-             for i in range(3)]
     readable = sorted(_readable())
     starts = [lo for lo, _ in readable]
 
@@ -477,18 +478,38 @@ def _find_interned(ctypes):
         return i >= 0 and address + size <= readable[i][1]
 
     dict_type = id(dict)
+    candidates = []
     for lo, hi in list(_regions(ctypes)):
         words = array.array("Q", ctypes.string_at(lo, (hi - lo) & ~7))
         for word in set(words):
-            if word % 8 or not mapped(word, 16):
-                continue
-            if ctypes.c_void_p.from_address(word + 8).value != dict_type or \
-                    ctypes.c_ssize_t.from_address(word).value <= 0:
-                continue
-            found = ctypes.cast(word, ctypes.py_object).value
-            if all(found.get(mark) is mark for mark in marks) and \
-                    _counts_as_sys(found):
-                return found
+            # ob_refcnt, ob_type, ma_used: the header of a dict.
+            if word % 8 == 0 and mapped(word, 24) and \
+                    ctypes.c_void_p.from_address(word + 8).value == dict_type:
+                candidates.append(word)
+
+    def sizes():
+        return [ctypes.c_ssize_t.from_address(word + 16).value
+                for word in candidates]
+
+    stamp = str(time.monotonic_ns())
+    marks = []
+    for added in (5, 3):
+        before, total = sizes(), sys.getunicodeinternedsize()
+        marks += [sys.intern(" ".join(("leakcheck: interned", stamp,
+                                       str(len(marks) + i))))
+                  for i in range(added)]
+        after = sizes()
+        if sys.getunicodeinternedsize() - total != added:
+            return None
+        candidates = [word for word, was, now in zip(candidates, before, after)
+                      if now - was == added]
+    if len(candidates) != 1:
+        return None
+    found = ctypes.cast(candidates[0], ctypes.py_object).value
+    if type(found) is dict and \
+            all(found.get(mark) is mark for mark in marks) and \
+            _counts_as_sys(found):
+        return found
     return None
 
 
