@@ -274,7 +274,7 @@ core_retarget(PyObject *mod, PyObject *args)
  * holds them, and would read as growth; every other entry is left, so
  * that the lookups after a snapshot still find them (emptying the whole
  * cache, as sys._clear_type_cache() does, made the plugin's and pytest's
- * lookups after each snapshot miss: about a tenth of what a clean test
+ * lookups after each snapshot miss: about an eighth of what a clean test
  * cost, in instructions).  A name may be in several entries (one per type
  * it was looked up on): its references from the cache are taken off its
  * count for the time of one loop, and it is the cache's alone when

@@ -356,8 +356,9 @@ class _TypeCache:
         # lookups that follow a snapshot still find them.  Clearing the
         # whole cache before every snapshot made those lookups miss: what
         # leakcheck's and pytest's code looked up after each snapshot cost
-        # about a tenth of a clean test's overhead in instructions
-        # (bench/bench_instructions.py, CPython 3.11).  After the
+        # about an eighth of a clean test's overhead in instructions
+        # (bench/bench_instructions.py, CPython 3.11: 2.00 M, 1.75 M with
+        # the trim).  After the
         # collection, not before: a name held by what the collection frees
         # is the cache's alone only then.
         _core.trim_type_cache_after_collect(address, self.ENTRIES,
