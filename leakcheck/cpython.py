@@ -20,7 +20,7 @@ CPython release is read against this module alone.
   interpreter's dict of interned strings for the engine to count them as
   they are added (``_find_interned``): sys.getunicodeinternedsize(
   _only_immortal=True) walks all of them, two snapshots of a test cost
-  3.3 M instructions that way on 3.13, of 5.1 M in all.
+  3.3 M instructions that way on 3.13, of 5.2 M in all.
 - ``logging.Logger.removeHandler()`` replaces the logger's list of
   handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
   earlier remove in place), told by what it does, not by the version:
