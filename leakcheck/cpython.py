@@ -19,8 +19,9 @@ CPython release is read against this module alone.
 - The immortal interned strings (3.13 on): ``first_settle()`` finds the
   interpreter's dict of interned strings for the engine to count them as
   they are added (``_find_interned``): sys.getunicodeinternedsize(
-  _only_immortal=True) walks all of them, two snapshots of a test cost
-  3.3 M instructions that way on 3.13, of 5.2 M in all.
+  _only_immortal=True) walks all of them at every snapshot (a clean test
+  cost 5.21 M instructions more than plain pytest on 3.13 that way, 2.30 M
+  with the count: bench/bench_instructions.py).
 - ``logging.Logger.removeHandler()`` replaces the logger's list of
   handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
   earlier remove in place), told by what it does, not by the version:
@@ -373,20 +374,15 @@ def _regions(ctypes):
     import os
     spans = []                  # contiguous rw mappings: [lo, hi, ours]
     exe = os.path.realpath(sys.executable)
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(None, 5)
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            path = parts[5].strip() if len(parts) > 5 else ""
-            if not parts[1].startswith("rw"):
-                continue
-            ours = path == exe or os.path.basename(path).startswith(
-                "libpython")
-            if spans and spans[-1][1] == lo and (not path or ours):
-                spans[-1][1] = hi
-                spans[-1][2] = spans[-1][2] or ours
-            else:
-                spans.append([lo, hi, ours])
+    for lo, hi, perms, path in _mappings():
+        if not perms.startswith("rw"):
+            continue
+        ours = path == exe or os.path.basename(path).startswith("libpython")
+        if spans and spans[-1][1] == lo and (not path or ours):
+            spans[-1][1] = hi
+            spans[-1][2] = spans[-1][2] or ours
+        else:
+            spans.append([lo, hi, ours])
     get = ctypes.pythonapi.PyInterpreterState_Get
     get.restype = ctypes.c_void_p
     get.argtypes = ()
@@ -524,14 +520,20 @@ def _counts_as_sys(interned):
         sys.getunicodeinternedsize(_only_immortal=True)
 
 
-def _readable():
-    """(start, end) of every readable mapping of the process."""
+def _mappings():
+    """(start, end, permissions, path) of each mapping of the process, from
+    /proc/self/maps."""
     with open("/proc/self/maps") as maps:
         for line in maps:
             parts = line.split(None, 5)
-            if parts[1].startswith("r"):
-                lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                yield lo, hi
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            yield lo, hi, parts[1], parts[5].strip() if len(parts) > 5 else ""
+
+
+def _readable():
+    """(start, end) of every readable mapping of the process."""
+    return ((lo, hi) for lo, hi, perms, _ in _mappings()
+            if perms.startswith("r"))
 
 
 _opcache = None
