@@ -74,13 +74,17 @@ def protocol(item, nextitem):
     if state is None:
         return None
     outside = perrun.OUTSIDE
-    began = outside.begin()
     if not state.wants(item) or \
             item.config.getoption("setuponly", False) or \
             item.config.getoption("setupplan", False):
-        state.freezer.end()
-        outside.end(began)
+        # Not hunted: the clock is read only when there is work (reading
+        # it costs more than the looking above).
+        if state.freezer.ours:
+            began = outside.begin()
+            state.freezer.end()
+            outside.end(began)
         return None
+    began = outside.begin()
     opted_out = settingsmod.opt_out_reason(item)
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
@@ -88,10 +92,10 @@ def protocol(item, nextitem):
         item.stash[OPTED_OUT] = opted_out
         outside.end(began)
         return None
-    outside.end(began)
+    now = outside.end(began)
     outside.paused = True           # the hunt counts its own (hunt_costs)
     try:
-        reports = hunt(item, nextitem, state)
+        reports = hunt(item, nextitem, state, now)
     finally:
         outside.paused = False
     if reports is None:
@@ -150,11 +154,12 @@ class _Hunt:
                        outcome, **kw)
 
 
-def hunt(item, nextitem, state):
+def hunt(item, nextitem, state, now=None):
     """Runs the reported run and the series; returns the reports to log,
     the one that carries the verdict holding it as `.leakcheck`, or None
     when pytest runs the test instead (bad settings: it errors in its
-    setup; a failure pytest-rerunfailures reruns)."""
+    setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
+    the CPU clock just taken, if any."""
     # First: what is made for this test must die unfrozen, where its death
     # is counted.  The series replaces dicts of its own while it runs (an
     # empty dict is tracked by the collector on CPython 3.14+): frozen,
@@ -162,9 +167,9 @@ def hunt(item, nextitem, state):
     # would the root logger's list of handlers, which removeHandler()
     # replaces on 3.14 and 3.15: the freezer gives every logger a new one,
     # cpython.fresh_handler_lists().)
-    costs = perrun.Costs(state.report)
+    costs = perrun.Costs(state.report, now)
     state.freezer.begin(item.config)
-    costs.snapshots = time.process_time() - costs.began
+    costs.snapshots = costs.lap()
     h = _start(item, nextitem, state, costs)
     if h is None:
         return None
@@ -191,8 +196,9 @@ def _start(item, nextitem, state, costs):
     settings are bad."""
     # pytest's own: where the test is, and the start of its log (less the
     # report's journal, a cost of its own), as pytest's protocol has them.
-    with costs.pytests_own():
-        item.location
+    journaled = costs.journaled()
+    item.location
+    costs.pytests_own(journaled)
     try:
         settings = settingsmod.for_item(item, state.settings.defaults)
         series = leakcheck.Series(
@@ -204,9 +210,11 @@ def _start(item, nextitem, state, costs):
         # The test errors in its setup, run by pytest's own protocol.
         item.stash[BAD_SETTINGS] = str(e)
         return None
-    with costs.pytests_own():
-        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
-                                           location=item.location)
+    costs.lap()                         # the settings and the series
+    journaled = costs.journaled()
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
+                                       location=item.location)
+    costs.pytests_own(journaled)
     runs = perrun.Runs(item)
     progress = progressmod.Progress(item.config, item.name, state.worker_id)
     # With one warm-up run, the engine reads the reported run too (a run
@@ -216,6 +224,18 @@ def _start(item, nextitem, state, costs):
                         timed=runs.unmeasured)
     return _Hunt(item, state, settings, series, runs, progress, runner,
                  costs)
+
+
+def _no_settle(item):
+    pass
+
+
+def _settle_hook(item):
+    """The pytest_leakcheck_settle hook of `item`'s conftests and plugins,
+    or a function that does nothing when none implements it (calling
+    pluggy with nothing to call costs microseconds a snapshot)."""
+    hook = item.ihook.pytest_leakcheck_settle
+    return hook if hook.get_hookimpls() else _no_settle
 
 
 def _run_series(h):
@@ -232,7 +252,7 @@ def _run_series(h):
     reports = None
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception
-    settle = item.ihook.pytest_leakcheck_settle
+    settle = _settle_hook(item)
     # Both floats exist before the first snapshot: made by the first
     # measured run, they would be its growth.
     run_time = float(0)
@@ -243,7 +263,11 @@ def _run_series(h):
     # reads as its growth.
     more = True
     confirming = False
-    cpu = clock()
+    # One reading of the clock ends a part and starts the next (reading it
+    # is a system call): a snapshot's part runs from the end of the last
+    # run to the start of the next, the progress line included.  `now` is
+    # bound before the first snapshot, as the floats above.
+    now = cpu = clock()
     while True:
         try:
             if runs.count == 1:
@@ -257,7 +281,6 @@ def _run_series(h):
         finally:
             if runs.count == 1:
                 runner.restore_output()
-            costs.snapshots += clock() - cpu
         if not more:
             break
         h.progress.show(
@@ -267,16 +290,15 @@ def _run_series(h):
         confirming = series.confirming
         if reports is not None and runner.ready_again():
             # What the runner made for the extra runs is not their growth.
-            cpu = clock()
             try:
                 settle(item=item)
                 series.rebase()
             except Exception as e:
                 error = e
                 break
-            finally:
-                costs.snapshots += clock() - cpu
-        cpu = clock()
+        now = clock()
+        costs.snapshots += now - cpu
+        cpu = now
         with runs.run():
             if reports is None:
                 # pytest's run: what the plugin's hooks do in it is not.
@@ -289,15 +311,17 @@ def _run_series(h):
                 began = time.perf_counter()
                 failure = runner.run_again()
                 run_time = max(run_time, time.perf_counter() - began)
+        now = clock()
         if runs.count == 1:
-            costs.reported += clock() - cpu
+            costs.reported += now - cpu
         elif confirming:
-            costs.confirmation += clock() - cpu
+            costs.confirmation += now - cpu
         else:
-            costs.extra_runs += clock() - cpu
-        cpu = clock()
+            costs.extra_runs += now - cpu
+        cpu = now
         if outcome_of(reports) != "passed" or failure is not None:
             break
+    costs.snapshots += clock() - cpu
     if reports is None:
         cpu = clock()
         with runs.run():

@@ -171,9 +171,13 @@ class Outside:
         return None if self.paused else time.process_time()
 
     def end(self, began):
-        """Counts the time since `began` (begin())."""
-        if began is not None:
-            self.cpu += time.process_time() - began
+        """Counts the time since `began` (begin()); the reading of the
+        clock, or None when there was none."""
+        if began is None:
+            return None
+        now = time.process_time()
+        self.cpu += now - began
+        return now
 
 
 OUTSIDE = Outside()
@@ -186,36 +190,40 @@ class Costs:
     replaces one float by another: read between two snapshots, they grow
     nothing."""
 
-    __slots__ = ("began", "journal", "journal_began", "reported",
+    __slots__ = ("began", "mark", "journal", "journal_began", "reported",
                  "snapshots", "extra_runs", "confirmation", "diagnosis")
 
-    def __init__(self, journal=None):
+    def __init__(self, journal=None, now=None):
         # The session's report (None without one), whose journaling is a
         # category of the session's: what it took during the hunt is not
-        # the hunt's bookkeeping.
+        # the hunt's bookkeeping.  `now`: a reading of the clock just
+        # taken, if any.
         self.journal = journal
-        self.journal_began = self._journaled()
-        self.began = time.process_time()
+        self.journal_began = self.journaled()
+        self.began = self.mark = time.process_time() if now is None else now
         self.reported = float(0)
         self.snapshots = float(0)
         self.extra_runs = float(0)
         self.confirmation = float(0)
         self.diagnosis = float(0)
 
-    def _journaled(self):
+    def journaled(self):
+        """The report's journal's CPU seconds so far."""
         return self.journal.cpu if self.journal is not None else 0.0
 
-    @contextlib.contextmanager
-    def pytests_own(self):
-        """What pytest's own protocol does too, done by the hunt instead
-        (the reported run's, for the accounting), less the journal's
-        share."""
-        began, journaled = time.process_time(), self._journaled()
-        try:
-            yield
-        finally:
-            self.reported += (time.process_time() - began -
-                              (self._journaled() - journaled))
+    def lap(self):
+        """The CPU seconds since the last lap (or since the hunt began),
+        from one reading of the clock (a system call)."""
+        now = time.process_time()
+        spent = now - self.mark
+        self.mark = now
+        return spent
+
+    def pytests_own(self, journaled):
+        """Counts the lap as what pytest's own protocol does too, done by
+        the hunt instead (the reported run's, for the accounting), less
+        the journal's share since `journaled` (journaled())."""
+        self.reported += self.lap() - (self.journaled() - journaled)
 
     def as_dict(self):
         """The record's hunt_costs: what the other categories leave of the
@@ -223,7 +231,7 @@ class Costs:
         the run ready, the record, its hooks), less what the report's
         journal took meanwhile."""
         spent = time.process_time() - self.began - self.reported
-        spent -= self._journaled() - self.journal_began
+        spent -= self.journaled() - self.journal_began
         measured = (self.snapshots + self.extra_runs + self.confirmation +
                     self.diagnosis)
         return {"snapshots": round(self.snapshots, 6),

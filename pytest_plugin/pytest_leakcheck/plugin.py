@@ -213,15 +213,19 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    began = perrun.OUTSIDE.begin()
-    hunt.on_report(item, report)
-    perrun.OUTSIDE.end(began)
+    # The clock only when there is a record to make: reading it costs more
+    # than looking (so in every hook below).
+    if hunt.BAD_SETTINGS in item.stash or hunt.OPTED_OUT in item.stash:
+        began = perrun.OUTSIDE.begin()
+        hunt.on_report(item, report)
+        perrun.OUTSIDE.end(began)
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_fixture_setup(fixturedef, request):
-    if STATE in request.config.stash:
+    if getattr(fixturedef, "scope", "function") != "function" and \
+            STATE in request.config.stash:
         began = perrun.OUTSIDE.begin()
         note_shared_fixture(request.session, fixturedef)
         perrun.OUTSIDE.end(began)
@@ -236,9 +240,10 @@ def pytest_timeout_set_timer(item, settings):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    began = perrun.OUTSIDE.begin()
-    perrun.arm(item)
-    perrun.OUTSIDE.end(began)
+    if perrun.RUNS in item.stash:
+        began = perrun.OUTSIDE.begin()
+        perrun.arm(item)
+        perrun.OUTSIDE.end(began)
     message = item.stash.get(hunt.BAD_SETTINGS, None)
     if message is not None:
         pytest.fail(message, pytrace=False)
@@ -249,9 +254,10 @@ def pytest_runtest_teardown(item, nextitem):
     try:
         return (yield)
     finally:
-        began = perrun.OUTSIDE.begin()
-        perrun.disarm(item)
-        perrun.OUTSIDE.end(began)
+        if perrun.RUNS in item.stash:
+            began = perrun.OUTSIDE.begin()
+            perrun.disarm(item)
+            perrun.OUTSIDE.end(began)
 
 
 # ---- results, summary and the report ---------------------------------------
@@ -260,6 +266,8 @@ def pytest_runtest_teardown(item, nextitem):
 def pytest_report_teststatus(report, config):
     """LEAKED for a leak; at -v the verbose word says how many runs a
     hunted test took, at -vv also the time they added."""
+    if not isinstance(getattr(report, "leakcheck", None), dict):
+        return None
     began = perrun.OUTSIDE.begin()
     try:
         return terminal.teststatus(report, config)
