@@ -111,10 +111,10 @@ def make_frames(*funcs):
 
 def first_settle():
     """What the first settle() does once: the opcode cache off (3.9,
-    3.10), the type cache found for refilling (3.9 to 3.11), the interned
-    strings found for counting (3.13 on)."""
+    3.10), the type cache found for trimming, the interned strings found
+    for counting (3.13 on)."""
     _deactivate_opcache()
-    _keep_none_count()
+    _find_type_cache()
     _count_interned()
 
 
@@ -265,25 +265,38 @@ _LRU_CACHE = getattr(functools, "_lru_cache_wrapper", ())
 
 
 class _TypeCache:
-    """CPython 3.9 to 3.11: clearing the type attribute cache gives each of
+    """The type attribute cache holds a reference to each name it caches:
+    a name nothing else holds any more lives on, and reads as growth.
+    Clearing the whole cache before every snapshot made every lookup after
+    it miss (see refill()), so it is cleared once, and from then on the
+    engine empties, after each snapshot's collection, only the entries
+    whose name the cache alone holds.
+
+    CPython 3.9 to 3.11: clearing the type attribute cache gives each of
     its 4096 slots a new reference to None (3.9 and 3.10 at the first
     lookup after the clear), and the lookups that follow take them back
     one by one.  Plain pytest never clears it: a test comparing
     ``sys.getrefcount(None)`` around a call (ujson's tests do) would see
     the call's lookups move None's count, and fail under leakcheck alone.
-    So after each clear, ``refill()`` moves the slots' references from None
-    to a string of leakcheck's own.  A slot whose version is 0 answers no
-    lookup, whatever name it holds: the cache behaves the same, and None's
-    count is what it was.  (From 3.12 on None is immortal: nothing to do.)
+    So after the clear, ``refill()`` moves the slots' references from None
+    to a string of leakcheck's own, and an emptied slot gets that string.
+    A slot whose version is 0 answers no lookup, whatever name it holds:
+    the cache behaves the same, and None's count is what it was.  (From
+    3.12 on None is immortal, and so is that string.)
 
     The table has no Python interface.  It is 4096 entries {unsigned
     version; PyObject *name; PyObject *value}, in the interpreter state
-    (3.10, 3.11) or in the interpreter's static data (3.9), and a lookup
+    (3.10 on) or in the interpreter's static data (3.9), and a lookup
     of `name` on a type of version `v` lands in entry (v ^ h) % 4096,
-    where h is the name's hash (3.9, 3.10) or its address / 8 (3.11).
-    ``find()`` looks a fresh name up on a fresh class, finds the entry
-    that names it, and so where the table starts; three more lookups must
-    each land where that predicts.  Should that fail, nothing is written."""
+    where h is the name's hash (3.9, 3.10) or its address / 8 (3.11,
+    3.12).  ``find()`` looks a fresh name up on a fresh class, finds the
+    entry that names it, and so where the table starts; three more
+    lookups must each land where that predicts.  From 3.13 on, where that
+    prediction does not hold, the table is found as what a clear leaves:
+    the entry naming a fresh name lies in a run of exactly 4096 entries,
+    each empty (version 0, None, NULL) or naming a str, and three more
+    fresh names are found in it.  Should either fail, nothing is written.
+    From 3.13 on only interned names are cached."""
 
     ENTRIES = 4096
     STRIDE = 24                 # 64-bit: 4 bytes + padding, two pointers
@@ -311,6 +324,50 @@ class _TypeCache:
                             self._predicts(ctypes, table, slot_hash):
                         self.address = table
                         return
+        if sys.version_info >= (3, 13):
+            self._find_cleared(ctypes)
+
+    def _find_cleared(self, ctypes):
+        """The table as a clear leaves it (see the class)."""
+        import bisect
+        import struct
+        readable = sorted(_readable())
+        starts = [lo for lo, _ in readable]
+        size = self.STRIDE * self.ENTRIES
+
+        def is_str(address):
+            i = bisect.bisect_right(starts, address) - 1
+            if i < 0 or address + 16 > readable[i][1] or address % 8:
+                return False
+            return struct.unpack("<Q", ctypes.string_at(address + 8, 8))[
+                0] == id(str)
+
+        def entry(data, at):
+            version, name, value = struct.unpack_from("<QQQ", data, at)
+            if version >> 32:
+                return False
+            if version == 0:
+                return name == id(None) and value == 0
+            return name != 0 and is_str(name)
+
+        for lo, hi in list(_regions(ctypes)):
+            _clear_type_cache()
+            _, hits = self._lookup(ctypes, lo, hi)
+            data = ctypes.string_at(lo, hi - lo)
+            for address, _ in hits:
+                first = last = address - lo
+                while first - self.STRIDE >= 0 and \
+                        entry(data, first - self.STRIDE):
+                    first -= self.STRIDE
+                while last + 2 * self.STRIDE <= len(data) and \
+                        entry(data, last + self.STRIDE):
+                    last += self.STRIDE
+                table = lo + first
+                if last - first + self.STRIDE == size and \
+                        all(self._lookup(ctypes, table, table + size)[1]
+                            for _ in range(3)):
+                    self.address = table
+                    return
 
     def _lookup(self, ctypes, lo, hi):
         """Looks a fresh name up on a fresh class: (the name, [(address,
@@ -321,6 +378,8 @@ class _TypeCache:
             __slots__ = ()
 
         name = "".join(("_leakcheck_probe_", str(id(Probe))))
+        if sys.version_info >= (3, 13):
+            name = sys.intern(name)
         getattr(Probe(), name, None)
         data = ctypes.string_at(lo, hi - lo)
         needle = struct.pack("<Q", id(name))
@@ -348,8 +407,9 @@ class _TypeCache:
         # Reading self.address is a lookup: on 3.9 and 3.10 the first one
         # after a clear is what puts None in every slot.
         address = self.address
-        _core.retarget(address + 8, self.ENTRIES, self.STRIDE, None,
-                       self.FILLER)
+        if TYPE_CACHE_HOLDS_NONE:
+            _core.retarget(address + 8, self.ENTRIES, self.STRIDE, None,
+                           self.FILLER)
         # From now on the engine empties, right after each snapshot's
         # collection, only the entries whose name nothing else holds
         # (those names would live on because of the cache alone, and read
@@ -397,12 +457,34 @@ def _regions(ctypes):
 _typecache = None
 
 
-def _keep_none_count():
-    """Finds the type cache to refill, 3.9-3.11."""
+def _jit_active():
+    """Whether code may be compiled to executors, which
+    sys._clear_internal_caches() (3.13 on) throws away with the type
+    cache: the JIT enabled (3.14 on: sys._jit), or a 3.13 built with the
+    experimental JIT (its tier 2)."""
+    jit = getattr(sys, "_jit", None)
+    if jit is not None:
+        try:
+            return bool(jit.is_enabled())
+        except Exception:
+            return True
+    if sys.version_info >= (3, 13):
+        import sysconfig
+        return "_Py_TIER2" in (sysconfig.get_config_var("PY_CORE_CFLAGS")
+                               or "")
+    return False
+
+
+def _find_type_cache():
+    """Finds the type cache to trim (CPython with the GIL, on Linux).
+    Where code can be compiled to executors, the internal caches are
+    cleared before every snapshot instead (a test's executors would read
+    as its growth)."""
     global _typecache
-    if not TYPE_CACHE_HOLDS_NONE or \
-            sys.implementation.name != "cpython" or \
-            not sys.platform.startswith("linux"):
+    if sys.implementation.name != "cpython" or \
+            not sys.platform.startswith("linux") or \
+            getattr(sys, "_is_gil_enabled", lambda: True)() is False or \
+            _jit_active():
         return
     cache = _TypeCache()
     try:
@@ -416,10 +498,9 @@ def _keep_none_count():
 def clear_type_cache():
     """Clears CPython's type attribute cache (3.13 on: every internal cache,
     as regrtest does), leaving None's reference count as it was (see
-    _TypeCache).  Where the table was found (3.9 to 3.11), it is cleared
-    once; from then on the engine empties, after each snapshot's
-    collection, the entries whose name nothing else holds (see
-    _TypeCache.refill)."""
+    _TypeCache).  Where the table was found, it is cleared once; from then
+    on the engine empties, after each snapshot's collection, the entries
+    whose name nothing else holds (see _TypeCache.refill)."""
     if _typecache is not None and _typecache.filled:
         return          # trimmed by the engine after its collection
     _clear_type_cache()
