@@ -479,12 +479,17 @@ def _find_type_cache():
     """Finds the type cache to trim (CPython with the GIL, on Linux).
     Where code can be compiled to executors, the internal caches are
     cleared before every snapshot instead (a test's executors would read
-    as its growth)."""
+    as its growth); so they are on a debug build of 3.12 and later, where
+    an emptied slot holds an immortal string, whose references the total
+    reference count leaves out: each slot a run fills would read as a
+    reference more (the refs probe).  Up to 3.11 the filler is mortal, and
+    a slot that changes hands moves nothing."""
     global _typecache
     if sys.implementation.name != "cpython" or \
             not sys.platform.startswith("linux") or \
             getattr(sys, "_is_gil_enabled", lambda: True)() is False or \
-            _jit_active():
+            _jit_active() or \
+            (not TYPE_CACHE_HOLDS_NONE and hasattr(sys, "gettotalrefcount")):
         return
     cache = _TypeCache()
     try:

@@ -40,11 +40,19 @@ def _trimmed_table():
     return cache if cache is not None and cache.filled else None
 
 
+def _trims():
+    from leakcheck import cpython
+    return sys.implementation.name == "cpython" and \
+        sys.platform.startswith("linux") and \
+        getattr(sys, "_is_gil_enabled", lambda: True)() is not False and \
+        not cpython._jit_active() and \
+        not (sys.version_info >= (3, 12) and hasattr(sys, "gettotalrefcount"))
+
+
 needs_trimmed_table = pytest.mark.skipif(
-    sys.implementation.name != "cpython" or
-    not sys.platform.startswith("linux") or
-    getattr(sys, "_is_gil_enabled", lambda: True)() is False,
-    reason="the type cache is trimmed on CPython with the GIL, on Linux")
+    not _trims(),
+    reason="the type cache is trimmed on CPython with the GIL, on Linux, "
+           "without a JIT, and not on a debug build of 3.12 or later")
 
 
 def cacheable(name):
