@@ -268,7 +268,7 @@ core_retarget(PyObject *mod, PyObject *args)
 
 /*
  * type_cache_trim(address, count, filler) -> n: empties the entries of
- * CPython's type attribute cache (3.9 to 3.11: `count` entries {unsigned
+ * CPython's type attribute cache (`count` entries {unsigned
  * version; PyObject *name; PyObject *value} from `address`) whose name
  * nothing but the cache holds, giving each a reference to `filler`
  * instead; returns how many.  Those names live on only because the cache

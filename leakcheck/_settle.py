@@ -19,7 +19,7 @@ again; 3.14's ``linecache._interactive_cache``, which regrtest saves and
 restores, is left alone for the same reason).  ABC registries are left as
 they are: a registration is what a program asked for, not a cache.
 
-The type attribute cache is cleared last (on CPython 3.9 to 3.11 once;
+The type attribute cache is cleared last (once, where its table is found;
 from then on the engine trims it after each snapshot's collection, of the
 names only it holds), and CPython 3.9 and 3.10's opcode cache is turned
 off the first time: how, and why, is set out in leakcheck.cpython, with

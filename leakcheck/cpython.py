@@ -13,8 +13,9 @@ CPython release is read against this module alone.
   py_bytes is not among the default probes there.
 - ``SCOPE_NATIVE_TOLERANCE`` (3.9, 3.10): the C heap's noise around
   clean code that a Python scope tolerates.
-- The opcode cache (3.9, 3.10) and the type attribute cache (3.9 to 3.11;
-  3.13 clears every internal cache with it): ``first_settle()`` and
+- The opcode cache (3.9, 3.10) and the type attribute cache (trimmed;
+  cleared, with every internal cache on 3.13 and later, where it is not
+  found or a JIT or a debug build of 3.12 on): ``first_settle()`` and
   ``clear_type_cache()``, as leakcheck._settle runs them.
 - The immortal interned strings (3.13 on): ``first_settle()`` finds the
   interpreter's dict of interned strings for the engine to count them as
