@@ -79,31 +79,6 @@ def test_the_type_cache_keeps_the_names_something_else_holds():
 
 
 @needs_trimmed_table
-def test_a_name_cached_before_the_last_snapshot_stays_when_let_go():
-    """After a snapshot, the trim looks only at the entries that changed
-    since the last one: a name an entry already held then was alive at
-    that snapshot, and letting it go now would read as a drop."""
-    import ctypes
-    import struct
-    cache = _trimmed_table()
-    assert cache is not None
-    classes = [type(f"Let{i}", (), {}) for i in range(40)]
-    names = [cacheable("".join(["let_go_", str(i), "_", str(id(classes))]))
-             for i in range(40)]
-    for cls, name in zip(classes, names):
-        getattr(cls, name, None)
-    leakcheck.snapshot()                # we hold them: kept, and seen
-    addresses = [struct.pack("<Q", id(name)) for name in names]
-    del name
-    names.clear()                       # the cache's alone now
-    leakcheck.snapshot()
-    table = ctypes.string_at(cache.address, cache.ENTRIES * cache.STRIDE)
-    kept = sum(address in table for address in addresses)
-    # A few may have been pushed out by the snapshots' own lookups.
-    assert kept >= 30, kept
-
-
-@needs_trimmed_table
 def test_a_name_that_garbage_and_the_type_cache_held_reads_as_nothing():
     """The name lives on in a cycle and in the cache; the cycle dies in
     the collection, so only a trim after it finds the name the cache's
@@ -137,10 +112,6 @@ def test_the_trim_counts_every_entry_of_a_name():
 
     class Twice(metaclass=Meta):
         pass
-
-    # The names that became the cache's alone after they were cached (a
-    # snapshot's trim leaves them: see the test above) go first.
-    _core.type_cache_trim(cache.address, cache.ENTRIES, cache.FILLER)
 
     name = cacheable("".join(["in_two_entries_", str(id(Twice))]))
     getattr(Twice, name, None)      # the metaclass's lookup, then the class's
