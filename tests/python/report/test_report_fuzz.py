@@ -159,6 +159,9 @@ def test_the_strategies_reach_the_renderer(verdict):
         reports, lambda r: _loads(r) and any(
             isinstance(t, dict) and t.get("verdict") == verdict
             for t in r["tests"]),
-        settings=settings(max_examples=500, deadline=None,
+        # Derandomized: a random search of 500 examples found none once
+        # (a matrix run, CPython 3.13).
+        settings=settings(max_examples=2000, deadline=None,
+                          derandomize=True,
                           suppress_health_check=list(HealthCheck)))
     assert found["schema"] == REPORT_SCHEMA
