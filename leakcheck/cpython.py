@@ -68,6 +68,7 @@ from . import _core
 
 __all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "PY_BYTES_BY_DEFAULT",
            "make_frames", "first_settle", "mark_code", "clear_type_cache",
+           "type_cache_trimmable",
            "fresh_handler_lists"]
 
 ZOMBIE_FRAMES = sys.version_info < (3, 11)
@@ -476,21 +477,27 @@ def _jit_active():
     return False
 
 
+def type_cache_trimmable():
+    """Whether settling trims the type cache (CPython with the GIL, on
+    Linux) rather than clearing it before every snapshot.  Where code can
+    be compiled to executors, the internal caches are cleared instead (a
+    test's executors would read as its growth); so they are on a debug
+    build of 3.12 and later, where an emptied slot holds an immortal
+    string, whose references the total reference count leaves out: each
+    slot a run fills would read as a reference more (the refs probe).  Up
+    to 3.11 the filler is mortal, and a slot that changes hands moves
+    nothing."""
+    return (sys.implementation.name == "cpython" and
+            sys.platform.startswith("linux") and
+            getattr(sys, "_is_gil_enabled", lambda: True)() is not False and
+            not _jit_active() and
+            (TYPE_CACHE_HOLDS_NONE or not hasattr(sys, "gettotalrefcount")))
+
+
 def _find_type_cache():
-    """Finds the type cache to trim (CPython with the GIL, on Linux).
-    Where code can be compiled to executors, the internal caches are
-    cleared before every snapshot instead (a test's executors would read
-    as its growth); so they are on a debug build of 3.12 and later, where
-    an emptied slot holds an immortal string, whose references the total
-    reference count leaves out: each slot a run fills would read as a
-    reference more (the refs probe).  Up to 3.11 the filler is mortal, and
-    a slot that changes hands moves nothing."""
+    """Finds the type cache to trim, where it is trimmed."""
     global _typecache
-    if sys.implementation.name != "cpython" or \
-            not sys.platform.startswith("linux") or \
-            getattr(sys, "_is_gil_enabled", lambda: True)() is False or \
-            _jit_active() or \
-            (not TYPE_CACHE_HOLDS_NONE and hasattr(sys, "gettotalrefcount")):
+    if not type_cache_trimmable():
         return
     cache = _TypeCache()
     try:

@@ -10,7 +10,7 @@ import weakref
 import pytest
 
 import leakcheck
-from leakcheck import _core, _settle
+from leakcheck import _core, _settle, cpython
 
 
 def test_lookups_after_a_snapshot_leave_none_alone():
@@ -34,23 +34,13 @@ def _trimmed_table():
     """The type cache leakcheck trims after each snapshot's collection, or
     None where it clears the whole cache instead (the table not found, or
     code compiled to executors)."""
-    from leakcheck import cpython
     leakcheck.snapshot()
     cache = cpython._typecache
     return cache if cache is not None and cache.filled else None
 
 
-def _trims():
-    from leakcheck import cpython
-    return sys.implementation.name == "cpython" and \
-        sys.platform.startswith("linux") and \
-        getattr(sys, "_is_gil_enabled", lambda: True)() is not False and \
-        not cpython._jit_active() and \
-        not (sys.version_info >= (3, 12) and hasattr(sys, "gettotalrefcount"))
-
-
 needs_trimmed_table = pytest.mark.skipif(
-    not _trims(),
+    not cpython.type_cache_trimmable(),
     reason="the type cache is trimmed on CPython with the GIL, on Linux, "
            "without a JIT, and not on a debug build of 3.12 or later")
 

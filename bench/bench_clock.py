@@ -1,0 +1,76 @@
+"""How often the plugin reads the CPU clock (time.process_time(), a
+system call), per test: bench_plugin.py's fast clean tests run plain (the
+plugin loaded, hunting nothing) and with --leaks, with a conftest.py that
+counts the calls of time.process_time() made by the plugin's modules.
+
+    python bench/bench_clock.py [--tests 1000] [--python PATH]
+
+Printed: the calls per test in each configuration.  A count, not a time:
+a loaded machine does not move it.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_overhead import PLUGIN  # noqa: E402
+from bench_plugin import NOT_MEASURED, generate  # noqa: E402
+
+CONFTEST = '''\
+import atexit
+import sys
+import time
+
+_process_time = time.process_time
+_calls = [0]
+
+
+def _counted():
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+    if caller.startswith(("pytest_leakcheck", "leakcheck")):
+        _calls[0] += 1
+    return _process_time()
+
+
+time.process_time = _counted
+atexit.register(lambda: print(f"\\nCLOCK READS {_calls[0]}"))
+'''
+READS = re.compile(r"CLOCK READS ([0-9]+)")
+
+
+def reads(directory, python, args):
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
+           directory]
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    found = READS.findall(proc.stdout)
+    if proc.returncode != 0 or not found:
+        sys.exit(f"bench_clock: {' '.join(cmd)} failed (exit "
+                 f"{proc.returncode}):\n{proc.stdout[-3000:]}")
+    return int(found[-1])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tests", type=int, default=1000)
+    p.add_argument("--python", default=sys.executable, metavar="PATH")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="leakcheck-clock-") as d:
+        tests = generate(d, args.tests)
+        with open(os.path.join(d, "conftest.py"), "w") as f:
+            f.write(CONFTEST)
+        counts = {"plain": reads(d, args.python, []),
+                  "--leaks": reads(d, args.python, ["--leaks"])}
+    print(f"{tests} tests, calls of time.process_time() by leakcheck")
+    for name, count in counts.items():
+        print(f"{name:>9} {count:>9,}  {count / tests:.1f} per test")
+
+
+if __name__ == "__main__":
+    main()
