@@ -122,6 +122,12 @@ def probe_names(probes, argname="probes"):
     ValueError names the argument and lists the valid probes."""
     if probes is None:
         return DEFAULT_PROBES
+    if type(probes) in (list, tuple):
+        # The pytest plugin asks with the same list before every test.
+        try:
+            return _NAMES_OF[tuple(probes)]
+        except (KeyError, TypeError):
+            pass
     if isinstance(probes, str):
         names = [name.strip() for name in probes.split(",") if name.strip()]
     else:
@@ -141,7 +147,15 @@ def probe_names(probes, argname="probes"):
         if name not in _INDEX:
             raise ValueError(f"unknown probe {name!r} in {argname}; valid "
                              f"probes: {_valid_list()}")
-    return tuple(name for name in PROBE_NAMES if name in names)
+    found = tuple(name for name in PROBE_NAMES if name in names)
+    if type(probes) in (list, tuple) and len(_NAMES_OF) < 64:
+        _NAMES_OF[tuple(probes)] = found
+    return found
+
+
+# {the probe names asked for, as a tuple: probe_names() of them}: valid
+# lists only.
+_NAMES_OF = {}
 
 
 def probe_mask(probes, argname="probes"):
@@ -167,8 +181,19 @@ def readable_mask(probes, argname="probes"):
 
 
 def names_of(mask):
-    """The probe names of an engine bit mask, in probe order."""
-    return [name for i, name in enumerate(PROBE_NAMES) if mask & (1 << i)]
+    """The probe names of an engine bit mask, in probe order (a new
+    list)."""
+    try:
+        return list(_NAMES_OF_MASK[mask])
+    except KeyError:
+        found = tuple(name for i, name in enumerate(PROBE_NAMES)
+                      if mask & (1 << i))
+        if 0 <= mask < 1 << len(PROBE_NAMES):
+            _NAMES_OF_MASK[mask] = found
+        return list(found)
+
+
+_NAMES_OF_MASK = {}     # {mask: its names}, asked for twice a test
 
 
 def index_of(name):

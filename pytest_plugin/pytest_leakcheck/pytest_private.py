@@ -112,16 +112,25 @@ _REPORT_PLUGINS = frozenset({"_pytest.runner", "_pytest.unittest",
 _PHASES = ("setup", "call", "teardown")
 
 
-def standin_reports(item, own):
-    """The reports of a passing run (setup, call, teardown) made as the
-    pytest_runtest_makereport hook would make them, without calling it (a
-    fifth of the cost): when its implementations are pytest's own of
-    _REPORT_PLUGINS and the module `own` (the caller's, whose own does
-    nothing with the report of a checked test).  None otherwise."""
-    for impl in item.ihook.pytest_runtest_makereport.get_hookimpls():
+def standins_known(impls, own):
+    """Whether standin_reports() makes the reports the
+    pytest_runtest_makereport hook whose implementations are `impls`
+    would: they are pytest's own of _REPORT_PLUGINS and the module `own`'s
+    (the caller's, whose own does nothing with the report of a checked
+    test)."""
+    for impl in impls:
         name = getattr(impl.plugin, "__name__", None)
         if name not in _REPORT_PLUGINS and name != own:
-            return None
+            return False
+    return True
+
+
+def standin_reports(item):
+    """The reports of a passing run (setup, call, teardown) made as the
+    pytest_runtest_makereport hook would make them, without calling it (a
+    fifth of the cost), when standins_known() says so of its
+    implementations; None when pytest's tmp_path plugin is not of the
+    shape known."""
     key = getattr(sys.modules.get("_pytest.tmpdir"), "tmppath_result_key",
                   None)
     if key is None:
@@ -283,8 +292,10 @@ def preset_xfail_marks(item):
     skipping = sys.modules.get("_pytest.skipping")
     key = getattr(skipping, "xfailed_key", None)
     storage = stash_storage(item)
+    # Registered under its short name, as pytest registers its own
+    # plugins (is_registered() looks at every plugin).
     if key is None or storage is None or key in storage or \
-            not item.config.pluginmanager.is_registered(skipping):
+            item.config.pluginmanager.get_plugin("skipping") is not skipping:
         return
     storage[key] = None
 

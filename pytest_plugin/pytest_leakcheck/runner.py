@@ -122,7 +122,10 @@ def report_standins(item):
     if none:
         item.funcargs = {}
     try:
-        reports = pytest_private.standin_reports(item, _PLUGIN_MODULE)
+        reports = (pytest_private.standin_reports(item)
+                   if _of_impls(item.config,
+                                item.ihook.pytest_runtest_makereport,
+                                _standins_known) else None)
         if reports is None:
             reports = [item.ihook.pytest_runtest_makereport(
                            item=item, call=pytest_private.passed_call(when))
@@ -149,19 +152,26 @@ def preset_current_test(item):
     from a parent pytest (pytester's runs) would otherwise go in the
     session's first reported run, which would read as less, hiding as much
     growth."""
+    # os.putenv() is what os.environ's item assignment calls (setenv()),
+    # without the encoding in Python and the dict entry that pop() drops.
     try:
         for when in ("setup", "call", "teardown"):
-            os.environ[_CURRENT_TEST] = _current_test(item, when)
+            os.putenv(_CURRENT_TEST, _current_test(item, when))
     except Exception:
         pass
     finally:
         os.environ.pop(_CURRENT_TEST, None)
+        os.unsetenv(_CURRENT_TEST)
 
 
 _CURRENT_TEST = "PYTEST_CURRENT_TEST"
 # The plugin's module, whose pytest_runtest_makereport (hunt.on_report)
 # does nothing with the report of a checked test.
 _PLUGIN_MODULE = __name__.rpartition(".")[0] + ".plugin"
+
+
+def _standins_known(impls):
+    return pytest_private.standins_known(impls, _PLUGIN_MODULE)
 
 
 def _current_test(item, when):
@@ -393,12 +403,41 @@ def _own(impl):
     return isinstance(name, str) and name.startswith(_OWN_PLUGINS)
 
 
-def _pytest_own(hook):
+def _pytest_own(config, hook):
     """Whether every implementation of `hook` (a hook caller) is pytest's
     own, this plugin's or one of another plugin's known to do nothing
     that depends on the run it is called in (neighbours.HARMLESS_HOOKS)."""
-    return all(_own(impl) or neighbours.harmless(impl)
-               for impl in hook.get_hookimpls())
+    return _of_impls(config, hook, _all_pytest_own)
+
+
+def _all_pytest_own(impls):
+    return all(_own(impl) or neighbours.harmless(impl) for impl in impls)
+
+
+def _neighbours_to_preset(impls):
+    """Of `impls`, last first, the harmless implementations that are not
+    pytest's own nor this plugin's (preset_neighbour_hooks calls them)."""
+    return tuple(impl for impl in reversed(impls)
+                 if not _own(impl) and neighbours.harmless(impl))
+
+
+# {(what is decided, a hook's implementations): the decision}, for the
+# session: the decisions about a hook's implementations are asked before
+# every test, and those change only when a plugin registers.
+_DECIDED = pytest.StashKey[dict]()
+
+
+def _of_impls(config, hook, decide):
+    """decide(the implementations of `hook`, a tuple), remembered."""
+    decided = config.stash.get(_DECIDED, None)
+    if decided is None:
+        decided = config.stash[_DECIDED] = {}
+    key = (decide, tuple(hook.get_hookimpls()))
+    try:
+        return decided[key]
+    except KeyError:
+        found = decided[key] = decide(key[1])
+        return found
 
 
 def preset_neighbour_hooks(item, nextitem):
@@ -410,12 +449,13 @@ def preset_neighbour_hooks(item, nextitem):
     for good; pytest-rerunfailures sets two attributes on the item).  They
     set only what the run's own calls set again (the seed of `random`
     first of all), and what they raise the run raises."""
-    args = {"item": item, "nextitem": nextitem}
-    for hook in (item.ihook.pytest_runtest_teardown,
-                 item.ihook.pytest_runtest_setup):
-        for impl in reversed(hook.get_hookimpls()):
-            if _own(impl) or not neighbours.harmless(impl):
-                continue
+    ihook = item.ihook
+    for hook in (ihook.pytest_runtest_teardown, ihook.pytest_runtest_setup):
+        impls = _of_impls(item.config, hook, _neighbours_to_preset)
+        if not impls:
+            continue
+        args = {"item": item, "nextitem": nextitem}
+        for impl in impls:
             try:
                 impl.function(**{name: args[name]
                                  for name in impl.argnames})
@@ -632,7 +672,8 @@ class ItemRunner:
                  != "function"
                  and getattr(defs[name][-1], "cached_result", 0) is None]
         if not names or not pytest_private.can_make_request(item) or \
-                not _pytest_own(item.ihook.pytest_runtest_setup) or \
+                not _pytest_own(item.config,
+                                item.ihook.pytest_runtest_setup) or \
                 any(item.get_closest_marker(m) is not None
                     for m in ("skip", "skipif", "xfail")):
             return ()
@@ -890,7 +931,8 @@ class ItemRunner:
         test.  A teardown hook of a conftest or another plugin may expect
         what its own setup hook made: then the whole run it expects."""
         return not self.torn_down and \
-            _pytest_own(self.item.ihook.pytest_runtest_teardown) and \
+            _pytest_own(self.item.config,
+                        self.item.ihook.pytest_runtest_teardown) and \
             pytest_private.logging_teardown_known(self.item.config)
 
     def _tear_down_alone(self, reports):
