@@ -179,8 +179,10 @@ def layout_pieces(data):
             value = []
         if isinstance(value, (list, Entries)) and len(value):
             yield head + "["
+            encode = _encode_entry if isinstance(value, Entries) \
+                else json.dumps
             for n, v in enumerate(value):
-                yield f"{',' if n else ''}\n    {json.dumps(v)}"
+                yield f"{',' if n else ''}\n    {encode(v)}"
             yield "\n  ]" + comma
         elif isinstance(value, dict) and value and key != "environment":
             items = [f"    {json.dumps(k)}: {json.dumps(v)}"
@@ -189,6 +191,12 @@ def layout_pieces(data):
         else:
             yield head + json.dumps(value) + comma
     yield "\n}\n"
+
+
+# json.dumps() without the check for circular references, for Entries (a
+# report's tests read back from its journal: trees of dicts, lists and
+# scalars); the same text.
+_encode_entry = json.JSONEncoder(check_circular=False).encode
 
 
 def write_json(path: Union[str, "os.PathLike[str]"],

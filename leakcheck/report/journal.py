@@ -74,8 +74,11 @@ def _write_all(fd, data):
 
 
 # One encoder for every line: json.dumps() with arguments makes a new one
-# per call.
-_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# per call.  Without the check for circular references: an event is a
+# tree of dicts, lists and scalars, and the check costs a tenth of its
+# encoding (a clean test's record is encoded once a test).
+_encode = json.JSONEncoder(separators=(",", ":"), default=str,
+                           check_circular=False).encode
 
 
 def _header_of(path):
