@@ -12,13 +12,12 @@ a loaded machine does not move it.
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_overhead import PLUGIN  # noqa: E402
-from bench_plugin import NOT_MEASURED, generate  # noqa: E402
+from bench_overhead import pytest_output  # noqa: E402
+from bench_plugin import generate  # noqa: E402
 
 CONFTEST = '''\
 import atexit
@@ -43,16 +42,10 @@ READS = re.compile(r"CLOCK READS ([0-9]+)")
 
 
 def reads(directory, python, args):
-    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
-           directory]
-    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    found = READS.findall(proc.stdout)
-    if proc.returncode != 0 or not found:
-        sys.exit(f"bench_clock: {' '.join(cmd)} failed (exit "
-                 f"{proc.returncode}):\n{proc.stdout[-3000:]}")
+    found = READS.findall(pytest_output("bench_clock", directory, python,
+                                        args))
+    if not found:
+        sys.exit("bench_clock: the run printed no count")
     return int(found[-1])
 
 

@@ -24,13 +24,12 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_overhead import PLUGIN  # noqa: E402
-from bench_plugin import NOT_MEASURED, generate  # noqa: E402
+from bench_overhead import pytest_output  # noqa: E402
+from bench_plugin import generate  # noqa: E402
 
 PROBES = "blocks,py_bytes,py_allocs,objects,garbage,fds,threads"
 TOTAL = re.compile(r"Collected : ([0-9]+)")
@@ -38,17 +37,12 @@ TOTAL = re.compile(r"Collected : ([0-9]+)")
 
 def instructions(directory, python, args):
     """The instructions callgrind counted in one pytest run."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
-           directory]
-    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    found = TOTAL.findall(proc.stdout)
-    if proc.returncode != 0 or not found:
-        sys.exit(f"bench_instructions: {' '.join(cmd)} failed (exit "
-                 f"{proc.returncode}):\n{proc.stdout[-3000:]}")
+    found = TOTAL.findall(pytest_output(
+        "bench_instructions", directory, python, args,
+        prefix=("valgrind", "--tool=callgrind",
+                "--callgrind-out-file=/dev/null")))
+    if not found:
+        sys.exit("bench_instructions: callgrind printed no count")
     return int(found[-1])
 
 

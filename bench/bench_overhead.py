@@ -104,6 +104,22 @@ def _bench_heap():
 PLUGIN = "pytest_leakcheck.plugin"
 
 
+def pytest_output(bench, directory, python, args, prefix=()):
+    """The output of one pytest run of `directory` with leakcheck's plugin
+    alone (under `prefix`, a command such as valgrind's); exits naming
+    `bench` when the run fails."""
+    cmd = [*prefix, python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
+           directory]
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        sys.exit(f"{bench}: {' '.join(cmd)} failed (exit "
+                 f"{proc.returncode}):\n{proc.stdout[-3000:]}")
+    return proc.stdout
+
+
 def write_conftest(directory, heap):
     heap_code = HEAP_FIXTURE.format(objects=heap) if heap else ""
     with open(os.path.join(directory, "conftest.py"), "w") as f:

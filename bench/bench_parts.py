@@ -39,13 +39,12 @@ much smaller than their sum's noise mean little; run it a few times.
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_overhead import PLUGIN  # noqa: E402
-from bench_plugin import NOT_MEASURED, generate  # noqa: E402
+from bench_overhead import pytest_output  # noqa: E402
+from bench_plugin import generate  # noqa: E402
 
 SKIPPED = 20        # the session's first tests: first uses
 
@@ -182,16 +181,10 @@ ORDER = [("the hunt", 0), ("snapshots", 1), ("settling", 2),
 
 
 def parts(directory, python, args):
-    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
-           directory]
-    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    found = dict((k, float(v)) for k, v in PART.findall(proc.stdout))
-    if proc.returncode != 0 or not found:
-        sys.exit(f"bench_parts: {' '.join(cmd)} failed (exit "
-                 f"{proc.returncode}):\n{proc.stdout[-3000:]}")
+    found = dict((k, float(v)) for k, v in PART.findall(
+        pytest_output("bench_parts", directory, python, args)))
+    if not found:
+        sys.exit("bench_parts: the run printed no timing")
     return found
 
 
