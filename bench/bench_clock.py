@@ -55,9 +55,7 @@ def main(argv=None):
     p.add_argument("--python", default=sys.executable, metavar="PATH")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="leakcheck-clock-") as d:
-        tests = generate(d, args.tests)
-        with open(os.path.join(d, "conftest.py"), "w") as f:
-            f.write(CONFTEST)
+        tests = generate(d, args.tests, conftest=CONFTEST)
         counts = {"plain": reads(d, args.python, []),
                   "--leaks": reads(d, args.python, ["--leaks"])}
     print(f"{tests} tests, calls of time.process_time() by leakcheck")

@@ -194,9 +194,7 @@ def main(argv=None):
     p.add_argument("--python", default=sys.executable, metavar="PATH")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="leakcheck-parts-") as d:
-        tests = generate(d, args.tests)
-        with open(os.path.join(d, "conftest.py"), "w") as f:
-            f.write(CONFTEST)
+        tests = generate(d, args.tests, conftest=CONFTEST)
         report = os.path.join(d, "leaks-report.json")
         leaks = parts(d, args.python, ["--leaks",
                                        f"--leaks-report={report}"])

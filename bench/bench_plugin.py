@@ -139,8 +139,9 @@ KINDS = {"fast": (HEADER, TEMPLATES, 300),
          "ordinary": (ORDINARY_HEADER, ORDINARY, 100)}
 
 
-def generate(directory, tests, kind="fast"):
-    """Writes MODULES test modules holding `tests` tests of `kind` in all."""
+def generate(directory, tests, kind="fast", conftest=None):
+    """Writes MODULES test modules holding `tests` tests of `kind` in all,
+    and `conftest` (text) as their conftest.py when given."""
     header, templates, _ = KINDS[kind]
     per_module = [[] for _ in range(MODULES)]
     count = n = 0
@@ -155,6 +156,9 @@ def generate(directory, tests, kind="fast"):
     for i, bodies in enumerate(per_module):
         with open(os.path.join(directory, f"test_gen_{i}.py"), "w") as f:
             f.write(header.format() + "".join(bodies))
+    if conftest is not None:
+        with open(os.path.join(directory, "conftest.py"), "w") as f:
+            f.write(conftest)
     return count
 
 
