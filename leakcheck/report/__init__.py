@@ -20,7 +20,7 @@ the names exported here.
 
 from .diagnosis import diagnosis_sites
 from .dump import DumpError, load_dump
-from .files import (Entries, UnusableInput, printable,
+from .files import (Entries, RawJSON, UnusableInput, printable,
                     write_json as write_report)
 from .journal import (MSG_CRASHED, MSG_UNFINISHED, InUse, Journal,
                       journal_path, recover)
@@ -29,12 +29,13 @@ from .schema import (BASELINE_SCHEMA, COST_CATEGORIES, JOURNAL_SCHEMA,
                      RECORD_FIELDS, SESSION_COSTS,
                      REPORT_ORDER, REPORT_SCHEMA, VERDICTS, crashed_record,
                      crashed_records, document, is_known, judged, record,
-                     sorted_document, summary_of)
+                     Summary, sorted_document, summary_of)
 
 __all__ = [
     "BASELINE_SCHEMA", "COST_CATEGORIES", "JOURNAL_SCHEMA", "RECORD_FIELDS",
     "REPORT_ORDER", "SESSION_COSTS",
     "REPORT_SCHEMA", "VERDICTS", "DumpError", "Entries", "InUse", "Journal",
+    "RawJSON", "Summary",
     "MSG_CRASHED", "MSG_UNFINISHED", "UnusableInput", "crashed_record",
     "crashed_records", "sorted_document",
     "diagnosis_sites", "document", "is_known", "journal_path", "judged",

@@ -147,7 +147,8 @@ def load_json(path, what):
 class Entries:
     """A top-level list of a document read as it is written: `count`
     entries that `entries()` yields (a report's tests, one at a time from
-    its journal), so that a large report is never whole in memory."""
+    its journal), so that a large report is never whole in memory.  An
+    entry is a JSON value, or a RawJSON: its text, written as it is."""
 
     def __init__(self, count, entries):
         self.count = count
@@ -158,6 +159,14 @@ class Entries:
 
     def __iter__(self):
         return iter(self.entries())
+
+
+class RawJSON(str):
+    """The JSON text of an entry of Entries, ASCII only and encoded as
+    encode_entry() encodes (a record as the journal holds it): written
+    as it is, not decoded and encoded again."""
+
+    __slots__ = ()
 
 
 def layout(data):
@@ -179,7 +188,7 @@ def layout_pieces(data):
             value = []
         if isinstance(value, (list, Entries)) and len(value):
             yield head + "["
-            encode = _encode_entry if isinstance(value, Entries) \
+            encode = _entry_text if isinstance(value, Entries) \
                 else json.dumps
             for n, v in enumerate(value):
                 yield f"{',' if n else ''}\n    {encode(v)}"
@@ -194,9 +203,14 @@ def layout_pieces(data):
 
 
 # json.dumps() without the check for circular references, for Entries (a
-# report's tests read back from its journal: trees of dicts, lists and
-# scalars); the same text.
-_encode_entry = json.JSONEncoder(check_circular=False).encode
+# report's tests: trees of dicts, lists and scalars); the same text.  The
+# journal encodes its records so too (default=str for what JSON has no
+# type for, which reads back as that string): their text is the entry's.
+encode_entry = json.JSONEncoder(check_circular=False, default=str).encode
+
+
+def _entry_text(entry):
+    return entry if type(entry) is RawJSON else encode_entry(entry)
 
 
 def write_json(path: Union[str, "os.PathLike[str]"],

@@ -34,7 +34,8 @@ import json
 import os
 import socket
 
-from .files import UnusableInput, parse_json, read_text
+from .files import RawJSON, UnusableInput, encode_entry, parse_json, \
+    read_text
 from .schema import JOURNAL_SCHEMA, VERDICTS, document, now
 
 SUFFIX = ".journal"
@@ -79,6 +80,21 @@ def _write_all(fd, data):
 # test's journaling (bench/bench_journal.py measures it).
 _encode = json.JSONEncoder(separators=(",", ":"), default=str,
                            check_circular=False).encode
+
+# A record's line: its record encoded as a report's entry is (files.py),
+# so that the final report copies that text instead of decoding and
+# encoding each record again (read_record()).
+_RECORD_HEAD = '{"record": '
+_RECORD_TAIL = "}\n"
+
+
+def _line(event):
+    """The journal line of `event`, as ASCII bytes."""
+    if len(event) == 1 and "record" in event:
+        text = _RECORD_HEAD + encode_entry(event["record"]) + _RECORD_TAIL
+    else:
+        text = _encode(event) + "\n"
+    return text.encode("ascii")
 
 
 def _header_of(path):
@@ -135,8 +151,8 @@ class Journal:
     def write(self, *events):
         """Appends the events, one line each, with one write: a kill leaves
         them whole or, at worst, the last line torn.  Returns where each
-        line is in the file, [(offset, length)], for read_line()."""
-        lines = [(_encode(event) + "\n").encode("ascii") for event in events]
+        line is in the file, [(offset, length)], for read_record()."""
+        lines = [_line(event) for event in events]
         try:
             _write_all(self.fd, b"".join(lines))
         except BaseException:
@@ -149,11 +165,13 @@ class Journal:
             self.size += len(line)
         return where
 
-    def read_line(self, where):
-        """The event of the line at `where` (what write() returned for it),
-        read back from the file."""
+    def read_record(self, where):
+        """The JSON text of the record whose line is at `where` (what
+        write() returned for it), read back from the file: a RawJSON."""
         offset, length = where
-        return json.loads(os.pread(self.fd, length, offset))
+        head = len(_RECORD_HEAD)
+        return RawJSON(os.pread(self.fd, length - head - len(_RECORD_TAIL),
+                                offset + head).decode("ascii"))
 
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed

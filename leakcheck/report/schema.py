@@ -161,26 +161,58 @@ def summary_of(records, session_costs=None):
     (in REPORT_ORDER), and the leaks the baseline knows; "costs" when a
     record has hunt_costs or `session_costs` ({SESSION_COSTS: seconds}) is
     given."""
-    counts = {"tests": len(records)}
-    counts.update({v: 0 for v in REPORT_ORDER})
-    counts["known"] = 0
-    costs = None
+    summary = Summary()
     for r in records:
-        counts[r["verdict"]] += 1
-        counts["known"] += bool(r.get("known"))
-        own = r.get("hunt_costs")
+        summary.add(r)
+    return summary.as_dict(session_costs)
+
+
+class Summary:
+    """summary_of() kept up to date record by record, for a writer that
+    does not hold its records: add() each record, remove() one that a
+    later record of the same test replaces."""
+
+    def __init__(self):
+        self.counts = {"tests": 0}
+        self.counts.update({v: 0 for v in REPORT_ORDER})
+        self.counts["known"] = 0
+        self.costs = dict.fromkeys(COST_CATEGORIES, 0.0)
+        self.costed = 0             # records with hunt_costs
+
+    def add(self, record, sign=1):
+        counts = self.counts
+        counts["tests"] += sign
+        counts[record["verdict"]] += sign
+        counts["known"] += sign * bool(record.get("known"))
+        own = record.get("hunt_costs")
         if isinstance(own, dict):
-            costs = costs or dict.fromkeys(COST_CATEGORIES, 0.0)
+            self.costed += sign
+            costs = self.costs
             for key in COST_CATEGORIES:
                 value = own.get(key)
                 if isinstance(value, (int, float)):
-                    costs[key] += value
-    if session_costs is not None:
-        costs = costs or dict.fromkeys(COST_CATEGORIES, 0.0)
-        costs.update(session_costs)
-    if costs is not None:
-        counts["costs"] = {k: round(v, 4) for k, v in costs.items()}
-    return counts
+                    costs[key] += sign * value
+
+    def remove(self, record):
+        self.add(record, -1)
+
+    def copy(self):
+        other = Summary()
+        other.counts = dict(self.counts)
+        other.costs = dict(self.costs)
+        other.costed = self.costed
+        return other
+
+    def as_dict(self, session_costs=None):
+        """The summary (see summary_of)."""
+        counts = dict(self.counts)
+        costs = dict(self.costs) if self.costed else None
+        if session_costs is not None:
+            costs = costs or dict.fromkeys(COST_CATEGORIES, 0.0)
+            costs.update(session_costs)
+        if costs is not None:
+            counts["costs"] = {k: round(v, 4) for k, v in costs.items()}
+        return counts
 
 
 def document(meta, records, running=(), reasons=(), created=None,
@@ -206,10 +238,10 @@ def crashed_records(records, running, unfinished):
 
 
 def sorted_document(meta, tests, reasons=(), created=None,
-                    session_costs=None):
+                    session_costs=None, summary=None):
     """document() of `tests`, the records sorted by id: a list, or a
     files.Entries that reads them one at a time (twice: for the summary,
-    then to write them)."""
+    then to write them; once, when `summary`, their Summary, is given)."""
     reasons = list(dict.fromkeys(reasons))
     return {
         "schema": REPORT_SCHEMA,
@@ -219,7 +251,8 @@ def sorted_document(meta, tests, reasons=(), created=None,
         "environment": meta.get("environment"),
         "settings": meta.get("settings"),
         "probes": meta.get("probes"),
-        "summary": summary_of(tests, session_costs),
+        "summary": (summary_of(tests, session_costs) if summary is None
+                    else summary.as_dict(session_costs)),
         "tests": tests,
     }
 

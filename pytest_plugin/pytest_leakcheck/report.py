@@ -12,11 +12,12 @@ running as "crashed".  A hunted test's record, which comes when its every
 phase is over, goes with its end in one write: two writes per test.  At
 the end the report is written whole and atomically
 (leakcheck.write_report), then the journal is removed.  The records are
-not kept in memory meanwhile, only where each one is in the journal: the
-report is written from there, a record at a time (one the journal could
-not take is kept).
+not kept in memory meanwhile, only where each one is in the journal and
+the summary: the report is written from there, the text of a record at a
+time as the journal holds it (one the journal could not take is kept).
 """
 
+import json
 import os
 import platform
 import sys
@@ -59,8 +60,10 @@ class Report:
         self.meta = {"settings": settings, "probes": probes,
                      "environment": environment}
         # test id -> where its record is in the journal, (offset, length),
-        # or the record itself until journaled; the last one wins.
+        # or the record itself until journaled; the last one wins.  The
+        # summary is kept as they come.
         self.records = {}
+        self.summary = lcreport.Summary()
         self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
         self.written = False        # the final write happened
@@ -125,7 +128,10 @@ class Report:
         """Journals `record`; with `with_finish` (its test's phases are all
         over: only its end is left to log), in one write with that end, or
         with whatever event comes first."""
+        if record["id"] in self.records:
+            self.summary.remove(self._record(record["id"]))
         self.records[record["id"]] = record     # until journaled
+        self.summary.add(record)
         if with_finish and self.pending is None:
             self.pending = {"record": record}
         else:
@@ -142,11 +148,15 @@ class Report:
             self.partial_reasons.append(reason)
             self._event({"partial": reason})
 
-    def _record(self, test_id):
-        """The record of `test_id`, read back from the journal."""
+    def _record(self, test_id, raw=False):
+        """The record of `test_id`, read back from the journal; with `raw`,
+        as the JSON text the journal holds (lcreport.RawJSON) when it is
+        there."""
         at = self.records[test_id]
-        return self.journal.read_line(at)["record"] if type(at) is tuple \
-            else at
+        if type(at) is not tuple:
+            return at
+        text = self.journal.read_record(at)
+        return text if raw else json.loads(text)
 
     def document(self):
         """The report's document; its tests (lcreport.Entries) are read from
@@ -157,15 +167,19 @@ class Report:
             lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
             if reasons else lcreport.MSG_CRASHED)
         ids = sorted([*self.records, *crashed])
+        summary = self.summary.copy()
+        for rec in crashed.values():
+            summary.add(rec)
 
         def tests():
             for test_id in ids:
                 rec = crashed.get(test_id)
-                yield rec if rec is not None else self._record(test_id)
+                yield rec if rec is not None else self._record(test_id,
+                                                               raw=True)
 
         return lcreport.sorted_document(
             self.meta, lcreport.Entries(len(ids), tests), reasons,
-            session_costs=self.session_costs())
+            session_costs=self.session_costs(), summary=summary)
 
     def session_costs(self):
         """The summary's SESSION_COSTS: the report's own CPU seconds, and

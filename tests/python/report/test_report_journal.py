@@ -1,13 +1,15 @@
 """The crash journal read and written in-process: its shapes, its lock."""
 
 import fnmatch
+import json
 import os
 import socket
 
 import pytest
 
 import leakcheck.report as lcreport
-from leakcheck.report import journal
+from leakcheck.report import files, journal
+from leakcheck.report.files import RawJSON
 
 from report_helpers import command
 
@@ -65,14 +67,34 @@ def test_a_held_journal_is_not_taken(tmp_path):
     second.close(remove=True)
 
 
-def test_a_line_written_is_read_back_where_write_said(tmp_path):
+def test_a_record_written_is_read_back_where_write_said(tmp_path):
     path = str(tmp_path / "r.json.journal")
     j = journal.Journal(path, {})
-    events = [{"start": "t"}, {"record": {"id": "t", "n": [1, 2]}},
-              {"finish": "t"}]
+    record = {"id": "t", "n": [1, 2], "x": 0.1, "s": "\u00e9\ud800"}
+    events = [{"start": "t"}, {"record": record}, {"finish": "t"}]
     where = j.write(*events)
     assert len(where) == 3
-    assert [j.read_line(at) for at in where] == events
-    assert j.read_line(j.write({"done": True})[0]) == {"done": True}
+    # The record's text, as the report writes an entry; the line is JSON.
+    text = j.read_record(where[1])
+    assert isinstance(text, RawJSON)
+    assert text == json.dumps(record) and json.loads(text) == record
+    assert j.write({"done": True}) == [(where[-1][0] + where[-1][1],
+                                        len('{"done":true}\n'))]
     assert j.size == os.path.getsize(path)
+    with open(path) as f:
+        assert [json.loads(line) for line in f][1:] == [*events,
+                                                        {"done": True}]
+    j.close(remove=True)
+
+
+def test_a_record_text_is_what_the_report_writes_of_it_read_back(tmp_path):
+    # What JSON has no type for is written as its str(), which is what a
+    # reader gets back: the text copied into the report is the text the
+    # record read back would be written as.
+    path = str(tmp_path / "r.json.journal")
+    j = journal.Journal(path, {})
+    record = {"id": "t", "where": tmp_path, 1: (2, 3), "nan": float("nan")}
+    text = j.read_record(j.write({"record": record})[0])
+    assert text == files.encode_entry(json.loads(text))
+    assert json.loads(text)["where"] == str(tmp_path)
     j.close(remove=True)
