@@ -98,17 +98,39 @@ def make_frames(*funcs):
     next call (the code object's "zombie frame"): made between two
     snapshots, it reads as growth.  Calling each function with a keyword
     argument it cannot take makes that frame without running its body
-    (a function that takes **kwargs is left alone)."""
+    (a function that takes **kwargs is left alone).  So for the code
+    objects nested in it (its comprehensions, generator expressions and
+    inner functions), each called through a function made for the
+    purpose: each keeps a frame of its own."""
     if not ZOMBIE_FRAMES:
         return
     for func in funcs:
         code = getattr(func, "__code__", None)
-        if code is None or code.co_flags & _CO_VARKEYWORDS:
+        if code is None:
             continue
-        try:
-            func(**{"\0leakcheck": None})
-        except TypeError:
-            pass
+        _make_frame(func, code)
+        globals_ = getattr(func, "__globals__", {})
+        nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        while nested:
+            inner = nested.pop()
+            nested.extend(c for c in inner.co_consts
+                          if isinstance(c, types.CodeType))
+            try:
+                made = types.FunctionType(
+                    inner, globals_, None, None,
+                    tuple(types.CellType() for _ in inner.co_freevars))
+            except (TypeError, ValueError):
+                continue
+            _make_frame(made, inner)
+
+
+def _make_frame(func, code):
+    if code.co_flags & _CO_VARKEYWORDS:
+        return
+    try:
+        func(**{"\0leakcheck": None})
+    except TypeError:
+        pass
 
 
 def first_settle():

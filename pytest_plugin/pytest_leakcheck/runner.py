@@ -818,9 +818,11 @@ class ItemRunner:
         for key in pytest_private.method_instance(item):
             attrs.pop(key, None)
         cpython.make_frames(self.run_again, self._put_back, self._tmp_path,
-                     self._recycle, pytest_private.unlogged.__wrapped__,
-                     pytest_private.tmp_path_factory,
-                     pytest_private.tmp_path_counters)
+                            self._recycle, _ItemState.put_back,
+                            _put_back_dict, _hold, _same,
+                            pytest_private.unlogged.__wrapped__,
+                            pytest_private.tmp_path_factory,
+                            pytest_private.tmp_path_counters)
         self._drop_finished_finalizers()
         return reports
 

@@ -282,3 +282,23 @@ def test_a_light_clear_empties_only_the_registries_seen_before():
     assert _core.clear_registries((seen_one, new_one), seen, False) == 2
     assert new_one == {"__warningregistry__": {}}
     assert seen == bytearray([1, 1])
+
+
+# ---- the frames a code object keeps (3.9, 3.10)
+
+@pytest.mark.skipif(not cpython.ZOMBIE_FRAMES,
+                    reason="from 3.11 on a code object keeps no frame")
+def test_made_frames_cover_comprehensions_and_inner_functions():
+    """A function's first call leaves a frame for each code object it ran
+    (its comprehension, generator expression and inner function too):
+    made by make_frames() before, the call reads as nothing."""
+    def body(xs):
+        def inner(y):
+            return y + 1
+        return [inner(x) for x in xs] + list(x for x in xs)
+
+    cpython.make_frames(body)
+    before = leakcheck.snapshot(["blocks"])
+    body([1, 2])
+    after = leakcheck.snapshot(["blocks"])
+    assert (after - before)["blocks"] == 0
