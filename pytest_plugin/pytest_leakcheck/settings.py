@@ -127,7 +127,8 @@ def ini_types(version=None):
     from: from pytest 9.2 a union with str lets it through; pytest 9.0 and
     9.1 have the int type but no unions (their own message, then, which
     from_config prefixes with where); before 9.0 there is no native TOML,
-    every value is a string, and a string type keeps our messages."""
+    every value is a string, and a string type keeps our messages (pytest
+    8's bool type would refuse "maybe" with its own words)."""
     version = version or installed_pytest()
     names = "args"              # a list in TOML; shell-split in an ini file
     if version >= (9, 2):
@@ -136,7 +137,7 @@ def ini_types(version=None):
     if version >= (9, 0):
         return {"bool": "bool", "int": "int", "names": names,
                 "string": "string"}
-    return {"bool": "bool", "int": "string", "names": names,
+    return {"bool": "string", "int": "string", "names": names,
             "string": "string"}
 
 
