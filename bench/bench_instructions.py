@@ -10,6 +10,11 @@ in one run per configuration, however loaded the machine.
 
 --against PATH adds --leaks run by another interpreter of the same version
 with another build of leakcheck installed (the version before a change).
+Put the two installs in venvs whose paths are as long as each other
+(/tmp/old311 and /tmp/new311, say): the same build read +1.69M a test from
+/work/main/.venv and +1.61M from a copy under /tmp, and +1.61M from two
+copies of equal length, because every path the process handles (sys.path,
+each module's file) costs by its length.
 
 Printed: the instructions of each configuration, and per test
 ((--leaks - plain) / tests).  The probes are the defaults less
