@@ -11,10 +11,11 @@ in one run per configuration, however loaded the machine.
 --against PATH adds --leaks run by another interpreter of the same version
 with another build of leakcheck installed (the version before a change).
 Put the two installs in venvs whose paths are as long as each other
-(/tmp/old311 and /tmp/new311, say): the same build read +1.69M a test from
-/work/main/.venv and +1.61M from a copy under /tmp, and +1.61M from two
-copies of equal length, because every path the process handles (sys.path,
-each module's file) costs by its length.
+(/tmp/old311 and /tmp/new311, say): one build read +1.69M a test from
+/work/main/.venv and +1.61M from a copy of that venv at /tmp/newv11, where
+a build whose hot path was the same read +1.63M and +1.61M from
+/tmp/base11 in the same two commands (presumably the paths the process
+handles, sys.path and every module's file, cost by their length).
 
 Printed: the instructions of each configuration, and per test
 ((--leaks - plain) / tests).  The probes are the defaults less
