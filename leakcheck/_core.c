@@ -355,9 +355,8 @@ static struct {
 
 /*
  * zombie_codes(codes) or zombie_codes(None), CPython 3.9 and 3.10: after
- * each snapshot's collection the engine gives the code objects of `codes`
- * (every one, or those seen before to need it: see fit_zombies()) whose
- * kept frame (its "zombie frame", the frame of its last
+ * each snapshot's collection the engine gives every code object of
+ * `codes` whose kept frame (its "zombie frame", the frame of its last
  * call, kept for the next one) is larger than the code needs a frame of
  * the size it needs.  When a function recurses, the frame of its inner
  * call becomes the kept one, and that frame comes from the frame free
@@ -373,83 +372,42 @@ static struct {
  */
 #if PY_VERSION_HEX < 0x030B0000
 static PyObject *zombie_list;       /* list of code objects, or NULL */
-static PyObject *zombie_hot;        /* those found with a larger frame */
 static PyObject *zombie_globals;    /* {"__builtins__": builtins} */
-static int zombie_scan_due;         /* look at every code next time */
-static unsigned zombie_snapshots;   /* since the last look at every code */
-
-/* Every ZOMBIE_SCAN_EVERY snapshots, and at the first one after
- * zombie_codes(), every code of the list is looked at (a few ns each, a
- * cache miss mostly: 20,000 codes in a pytest session); in between, only
- * those found with a larger frame at some point (the recursive hook
- * machinery: a few dozen).  A look that fits a frame at one end of a run
- * and not at the other reads as a drop there, never as growth. */
-#define ZOMBIE_SCAN_EVERY 64
-
-/* Makes the frame `co` keeps its own size when it is larger; 1 when it
- * was. */
-static int
-fit_zombie(PyThreadState *ts, PyCodeObject *co)
-{
-    PyFrameObject *kept = (PyFrameObject *)co->co_zombieframe;
-    PyFrameObject *made;
-    Py_ssize_t needed;
-
-    if (kept == NULL)
-        return 0;
-    needed = co->co_stacksize + co->co_nlocals +
-             PyTuple_GET_SIZE(co->co_cellvars) +
-             PyTuple_GET_SIZE(co->co_freevars);
-    if (Py_SIZE(kept) <= needed)
-        return 0;
-    /* A kept frame is dead (untracked, no references): freed as
-     * code_dealloc() frees it.  The new one, released at once, is kept in
-     * its place by frame_dealloc(). */
-    co->co_zombieframe = NULL;
-    PyObject_GC_Del(kept);
-    made = PyFrame_New(ts, co, zombie_globals, NULL);
-    if (made == NULL)
-        PyErr_Clear();
-    else
-        Py_DECREF(made);
-    return 1;
-}
-
-/* Whether `co` is in zombie_hot, by identity (equal code objects are
- * still two codes, each with its own frame). */
-static int
-is_hot(PyObject *co)
-{
-    Py_ssize_t i;
-
-    for (i = 0; i < PyList_GET_SIZE(zombie_hot); i++)
-        if (PyList_GET_ITEM(zombie_hot, i) == co)
-            return 1;
-    return 0;
-}
 
 static void
 fit_zombies(void)
 {
     PyThreadState *ts;
-    Py_ssize_t i;
+    Py_ssize_t i, n;
 
     if (zombie_list == NULL)
         return;
     ts = PyThreadState_Get();
-    if (zombie_scan_due || ++zombie_snapshots >= ZOMBIE_SCAN_EVERY) {
-        zombie_scan_due = 0;
-        zombie_snapshots = 0;
-        for (i = 0; i < PyList_GET_SIZE(zombie_list); i++) {
-            PyObject *co = PyList_GET_ITEM(zombie_list, i);
-            if (fit_zombie(ts, (PyCodeObject *)co) && !is_hot(co) &&
-                PyList_Append(zombie_hot, co) < 0)
-                PyErr_Clear();
-        }
-        return;
+    n = PyList_GET_SIZE(zombie_list);
+    for (i = 0; i < n; i++) {
+        PyCodeObject *co = (PyCodeObject *)PyList_GET_ITEM(zombie_list, i);
+        PyFrameObject *kept = (PyFrameObject *)co->co_zombieframe;
+        PyFrameObject *made;
+        Py_ssize_t needed;
+
+        if (kept == NULL)
+            continue;
+        needed = co->co_stacksize + co->co_nlocals +
+                 PyTuple_GET_SIZE(co->co_cellvars) +
+                 PyTuple_GET_SIZE(co->co_freevars);
+        if (Py_SIZE(kept) <= needed)
+            continue;
+        /* A kept frame is dead (untracked, no references): freed as
+         * code_dealloc() frees it.  The new one, released at once, is
+         * kept in its place by frame_dealloc(). */
+        co->co_zombieframe = NULL;
+        PyObject_GC_Del(kept);
+        made = PyFrame_New(ts, co, zombie_globals, NULL);
+        if (made == NULL)
+            PyErr_Clear();
+        else
+            Py_DECREF(made);
     }
-    for (i = 0; i < PyList_GET_SIZE(zombie_hot); i++)
-        fit_zombie(ts, (PyCodeObject *)PyList_GET_ITEM(zombie_hot, i));
 }
 #endif
 
@@ -541,7 +499,6 @@ core_zombie_codes(PyObject *mod, PyObject *arg)
 
     if (arg == Py_None) {
         Py_CLEAR(zombie_list);
-        Py_CLEAR(zombie_hot);
         set_after_collect();
         Py_RETURN_NONE;
     }
@@ -568,11 +525,8 @@ core_zombie_codes(PyObject *mod, PyObject *arg)
         if (zombie_globals == NULL)
             return NULL;
     }
-    if (zombie_hot == NULL && (zombie_hot = PyList_New(0)) == NULL)
-        return NULL;
     Py_INCREF(arg);
     Py_XSETREF(zombie_list, arg);
-    zombie_scan_due = 1;
     set_after_collect();
 #else
     (void)arg;

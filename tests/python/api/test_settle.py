@@ -323,20 +323,13 @@ def test_a_function_that_recursed_keeps_a_frame_of_its_own_size():
     """The inner call of a function that recursed leaves its frame to be
     kept for the next call, and that frame comes from the frame free list:
     here the large one _big_frame's outer call left there.  The engine
-    makes the frame kept its code's size again after the collection, once
-    it has seen that code keep a larger one: the same calls read as
-    nothing."""
+    makes the frame kept its code's size again after the collection: the
+    same calls read as nothing."""
     probes = ["blocks", "py_allocs", "native_bytes"]
-    _big_frame(True)                    # each keeps a frame
+    _big_frame(True)
     _small_frame(True)
-    leakcheck.snapshot(probes)          # the free list emptied
-    _big_frame(True)                    # one of its frames in the free list
-    _small_frame(True)                  # whose inner call took it
-    # The engine looks at every code now and then (at least once in 64
-    # snapshots), and from then on at every snapshot at those it found
-    # keeping a larger frame: _small_frame is one of them by the end.
-    for _ in range(65):
-        leakcheck.snapshot(probes)
+    leakcheck.snapshot(probes)          # the first ones, which settle
+    leakcheck.snapshot(probes)
     # Right after a collection the free list is empty: _small_frame keeps
     # a new frame of its own size, as the code between two tests makes it.
     _small_frame(True)
