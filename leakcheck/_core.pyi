@@ -4,7 +4,6 @@
 # tests/python/packaging/test_typing.py checks this file against the
 # built module with mypy's stubtest.
 
-from types import CodeType
 from typing import (Callable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, final, overload)
 
@@ -36,7 +35,6 @@ def trim_type_cache_after_collect(address: int, count: int, filler: object,
                                   /) -> None: ...
 @overload
 def trim_type_cache_after_collect(off: None, /) -> None: ...
-def zombie_codes(codes: Optional[List[CodeType]], /) -> None: ...
 def is_immortal(obj: object, /) -> bool: ...
 
 @final
