@@ -19,9 +19,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#if PY_VERSION_HEX < 0x030B0000
-#include <frameobject.h>    /* PyFrame_New, for zombie_codes() */
-#endif
 
 #include "leakcheck.h"
 #include "internal.h"      /* lc__pyhook_restored */
@@ -353,84 +350,12 @@ static struct {
     PyObject *filler;
 } trimmed;
 
-/*
- * zombie_codes(codes) or zombie_codes(None), CPython 3.9 and 3.10: after
- * each snapshot's collection the engine gives every code object of
- * `codes` whose kept frame (its "zombie frame", the frame of its last
- * call, kept for the next one) is larger than the code needs a frame of
- * the size it needs.  When a function recurses, the frame of its inner
- * call becomes the kept one, and that frame comes from the frame free
- * list, whose frames are made larger as needed but never smaller: pluggy's
- * HookCaller.__call__ kept a 37-slot frame of _multicall's (672 bytes,
- * malloc) instead of its own 10 slots after a test's reported run, and
- * the code between two tests gave it a small one back.  Each reported run
- * read +688 native bytes a swapped frame, and ran again.  Made to measure
- * at every snapshot, right after the collection emptied the free list
- * (so the new frame is a fresh one), the kept frames are the same size at
- * both ends of a run.  Only codes with CO_OPTIMIZED and CO_NEWLOCALS
- * (functions): a new frame of those allocates nothing else.
- */
-#if PY_VERSION_HEX < 0x030B0000
-static PyObject *zombie_list;       /* list of code objects, or NULL */
-static PyObject *zombie_globals;    /* {"__builtins__": builtins} */
-
 static void
-fit_zombies(void)
-{
-    PyThreadState *ts;
-    Py_ssize_t i, n;
-
-    if (zombie_list == NULL)
-        return;
-    ts = PyThreadState_Get();
-    n = PyList_GET_SIZE(zombie_list);
-    for (i = 0; i < n; i++) {
-        PyCodeObject *co = (PyCodeObject *)PyList_GET_ITEM(zombie_list, i);
-        PyFrameObject *kept = (PyFrameObject *)co->co_zombieframe;
-        PyFrameObject *made;
-        Py_ssize_t needed;
-
-        if (kept == NULL)
-            continue;
-        needed = co->co_stacksize + co->co_nlocals +
-                 PyTuple_GET_SIZE(co->co_cellvars) +
-                 PyTuple_GET_SIZE(co->co_freevars);
-        if (Py_SIZE(kept) <= needed)
-            continue;
-        /* A kept frame is dead (untracked, no references): freed as
-         * code_dealloc() frees it.  The new one, released at once, is
-         * kept in its place by frame_dealloc(). */
-        co->co_zombieframe = NULL;
-        PyObject_GC_Del(kept);
-        made = PyFrame_New(ts, co, zombie_globals, NULL);
-        if (made == NULL)
-            PyErr_Clear();
-        else
-            Py_DECREF(made);
-    }
-}
-#endif
-
-static void
-after_collect(void *unused)
+trim_after_collect(void *unused)
 {
     (void)unused;
     if (trimmed.table != NULL)
         trim_table(trimmed.table, trimmed.count, trimmed.filler);
-#if PY_VERSION_HEX < 0x030B0000
-    fit_zombies();
-#endif
-}
-
-/* The engine's after-collect step while either part has work. */
-static void
-set_after_collect(void)
-{
-    int work = trimmed.table != NULL;
-#if PY_VERSION_HEX < 0x030B0000
-    work = work || zombie_list != NULL;
-#endif
-    lc__set_after_collect(work ? after_collect : NULL, NULL);
 }
 
 static int
@@ -473,9 +398,9 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     PyObject *filler;
 
     if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
+        lc__set_after_collect(NULL, NULL);
         trimmed.table = NULL;
         Py_CLEAR(trimmed.filler);
-        set_after_collect();
         Py_RETURN_NONE;
     }
     if (table_arg(args, "KnO:trim_type_cache_after_collect", &table, &count,
@@ -485,52 +410,7 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     Py_XSETREF(trimmed.filler, filler);
     trimmed.table = table;
     trimmed.count = count;
-    set_after_collect();
-    Py_RETURN_NONE;
-}
-
-/* zombie_codes(list of code objects) or zombie_codes(None): see
- * fit_zombies(); nothing from 3.11 on, where no code keeps a frame. */
-static PyObject *
-core_zombie_codes(PyObject *mod, PyObject *arg)
-{
-#if PY_VERSION_HEX < 0x030B0000
-    Py_ssize_t i;
-
-    if (arg == Py_None) {
-        Py_CLEAR(zombie_list);
-        set_after_collect();
-        Py_RETURN_NONE;
-    }
-    if (!PyList_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "zombie_codes: a list of code "
-                        "objects, or None");
-        return NULL;
-    }
-    for (i = 0; i < PyList_GET_SIZE(arg); i++) {
-        PyObject *co = PyList_GET_ITEM(arg, i);
-        if (!PyCode_Check(co) ||
-            (((PyCodeObject *)co)->co_flags & (CO_OPTIMIZED | CO_NEWLOCALS))
-                != (CO_OPTIMIZED | CO_NEWLOCALS)) {
-            PyErr_SetString(PyExc_ValueError, "zombie_codes: a code object "
-                            "of a function, each");
-            return NULL;
-        }
-    }
-    if (zombie_globals == NULL) {
-        PyObject *builtins = PyImport_ImportModule("builtins");
-        if (builtins == NULL)
-            return NULL;
-        zombie_globals = Py_BuildValue("{s:N}", "__builtins__", builtins);
-        if (zombie_globals == NULL)
-            return NULL;
-    }
-    Py_INCREF(arg);
-    Py_XSETREF(zombie_list, arg);
-    set_after_collect();
-#else
-    (void)arg;
-#endif
+    lc__set_after_collect(trim_after_collect, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1681,10 +1561,6 @@ static PyMethodDef core_methods[] = {
      "clear_registries(namespaces, seen, light) -> n: empties the "
      "__warningregistry__ dict of each namespace, only of those seen with "
      "one before when light (settling's use only)."},
-    {"zombie_codes", core_zombie_codes, METH_O,
-     "zombie_codes(list of code objects) or zombie_codes(None): on CPython "
-     "3.9 and 3.10, after each snapshot's collection, the frame each of "
-     "these codes keeps is made to the size it needs when it is larger"},
     {"trim_type_cache_after_collect", core_trim_type_cache_after_collect,
      METH_VARARGS,
      "trim_type_cache_after_collect(address, count, filler) or (None): the "

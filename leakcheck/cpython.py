@@ -5,8 +5,7 @@ CPython release is read against this module alone.
 
 - ``ZOMBIE_FRAMES`` (3.9, 3.10): a code object keeps the frame of its
   last call for the next one; ``make_frames()`` makes those frames before
-  a measurement, and the engine keeps them to the size their code needs
-  (``_ZombieCodes``).
+  a measurement.
 - ``FRAMES_TRAVERSED`` (3.9, 3.10): a frame that escaped is GC-tracked
   and the collector sees its locals (the holder chains, leakcheck._chain).
 - ``PY_BYTES_BY_DEFAULT`` (3.11 on): before 3.11, resizing a kept frame
@@ -145,53 +144,9 @@ def first_settle():
 
 def mark_code(namespaces):
     """3.9: marks the code reachable from `namespaces` as past the opcode
-    cache's threshold (see _Opcache).  3.9 and 3.10: the engine keeps the
-    frames of the functions there to the size they need (_zombies).
-    Nothing from 3.11 on."""
+    cache's threshold (see _Opcache); nothing elsewhere."""
     if _opcache is not None:
         _opcache.mark(namespaces)
-    if ZOMBIE_FRAMES:
-        _zombies.update(namespaces)
-
-
-class _ZombieCodes:
-    """3.9 and 3.10: the code objects of the functions reachable from the
-    modules' namespaces, given to the engine (_core.zombie_codes), which
-    after each snapshot's collection makes the frame each one keeps for
-    its next call (its "zombie frame") the size it needs when it is
-    larger: a function that recursed keeps the frame of its inner call,
-    taken from the frame free list, which grows frames and never shrinks
-    them (pluggy's HookCaller.__call__ kept one of _multicall's, 672
-    bytes instead of its own 10 slots, after most reported runs, and a
-    small one again after the code between two tests).  Each namespace is
-    walked once, when it is new."""
-
-    __slots__ = ("by_namespace",)
-
-    _FUNCTION = 0x1 | 0x2           # CO_OPTIMIZED | CO_NEWLOCALS
-
-    def __init__(self):
-        self.by_namespace = {}
-
-    def update(self, namespaces):
-        known = self.by_namespace
-        by_namespace = {}
-        for ns in namespaces:
-            codes = known.get(id(ns))
-            if codes is None:
-                codes = [c for c in _code_objects([ns])
-                         if c.co_flags & self._FUNCTION == self._FUNCTION]
-            by_namespace[id(ns)] = codes
-        # The namespaces of today's modules only (see _Opcache.mark).
-        self.by_namespace = by_namespace
-        unique = {}
-        for codes in by_namespace.values():
-            for code in codes:
-                unique[id(code)] = code
-        _core.zombie_codes(list(unique.values()))
-
-
-_zombies = _ZombieCodes()
 
 
 class _Opcache:
