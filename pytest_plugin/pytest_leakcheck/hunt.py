@@ -8,6 +8,8 @@ decides whether the test is hunted, hunt() runs it (_start, _run_series,
 _judge, _finish), _diagnose() re-runs a leaking test to say what grew.
 """
 
+import contextlib
+import functools
 import os
 import time
 
@@ -221,9 +223,24 @@ def _start(item, nextitem, state, costs):
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
     runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
-                        timed=runs.unmeasured)
+                        timed=functools.partial(_pytests_setup, runs, costs))
     return _Hunt(item, state, settings, series, runs, progress, runner,
                  costs)
+
+
+@contextlib.contextmanager
+def _pytests_setup(runs, costs):
+    """The runner's `timed`: where it sets up the test's wider fixtures
+    before the reported run.  Under the test's time limit, as in its setup
+    phase, and counted as the reported run's: pytest's setup would have
+    made them, so the time is not what leakcheck added."""
+    costs.lap()
+    journaled = costs.journaled()
+    try:
+        with runs.unmeasured():
+            yield
+    finally:
+        costs.pytests_own(journaled)
 
 
 def _no_settle(item):

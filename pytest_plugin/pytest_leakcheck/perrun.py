@@ -57,7 +57,8 @@ class Runs:
     """The runs of one hunted test, each inside `with runs.run():`.
 
     count: the runs made; first: the seconds of the first (the reported
-    run).  The timer is armed when a run's setup begins and cancelled when
+    run), with those of the parts of pytest's protocol made outside it
+    (unmeasured()).  The timer is armed when a run's setup begins and cancelled when
     its teardown ends (plugin.py's hooks call arm() and disarm()), inside
     the run: what the timer's owner keeps on the item is still there then,
     whereas after the run the item's state is put back as the reported run
@@ -115,7 +116,7 @@ class Runs:
             self._running = None
             self.disarm()           # a run whose teardown did not run
             if self.count == 0:
-                self.first = time.perf_counter() - start
+                self.first += time.perf_counter() - start
             self.count += 1
 
     @contextlib.contextmanager
@@ -123,14 +124,16 @@ class Runs:
         """A part of the test's protocol that is not a run (its shared
         fixtures set up before the reported run, a module's teardown
         alone): the limit applies to it as to a run, armed here since no
-        setup hook arms it."""
+        setup hook arms it, and its time is the reported run's (first)."""
         self._running = self._settings
         self.arm()
+        start = time.perf_counter()
         try:
             yield
         finally:
             self._running = None
             self.disarm()
+            self.first += time.perf_counter() - start
 
     def arm(self):
         if self._running is not None and not self._armed:

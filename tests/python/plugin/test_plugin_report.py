@@ -97,6 +97,43 @@ def _gate(*args):
     return status, out.getvalue(), err.getvalue()
 
 
+SLOW_SHARED_FIXTURE = '''
+import time
+
+import pytest
+
+SPIN = 1.0      # CPU seconds
+
+@pytest.fixture(scope="module")
+def slow():
+    began = time.process_time()
+    while time.process_time() - began < SPIN:
+        pass
+
+def test_first(slow):
+    pass
+'''
+
+
+def test_a_shared_fixture_set_up_before_the_reported_run_is_not_its_cost(
+        pytester, read_report):
+    # The runner sets the module's fixture up before the reported run's
+    # snapshot: pytest's setup would have, so its 1 s of CPU is neither
+    # the hunt's bookkeeping nor the seconds it added.  Its own work for
+    # a test that passes, the session's first collection included, is a
+    # small part of that, on a debug build too.
+    pytester.makepyfile(test_slow=SLOW_SHARED_FIXTURE)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
+    result.assert_outcomes(passed=1)
+    report, recs = read_report()
+    rec = recs["test_slow.py::test_first"]
+    assert rec["verdict"] == "clean"
+    assert sum(rec["hunt_costs"].values()) < 0.5, rec["hunt_costs"]
+    assert rec["hunt_seconds"] < 0.5
+    assert sum(report["summary"]["costs"][k]
+               for k in lcreport.COST_CATEGORIES) < 0.5
+
+
 def test_gate_exit_codes(pytester, read_report):
     pytester.makepyfile(test_mixed=MIXED)
     pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
