@@ -223,17 +223,19 @@ def _start(item, nextitem, state, costs):
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
     runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
-                        timed=functools.partial(_pytests_setup, runs, costs))
+                        timed=functools.partial(_pytests_setup, runs, costs,
+                                                state.freezer, item.config))
     return _Hunt(item, state, settings, series, runs, progress, runner,
                  costs)
 
 
 @contextlib.contextmanager
-def _pytests_setup(runs, costs):
+def _pytests_setup(runs, costs, freezer, config):
     """The runner's `timed`: where it sets up the test's wider fixtures
     before the reported run.  Under the test's time limit, as in its setup
     phase, and counted as the reported run's: pytest's setup would have
-    made them, so the time is not what leakcheck added."""
+    made them, so the time is not what leakcheck added.  What they made
+    is frozen after, when it is much (the freezer's after_setup)."""
     costs.lap()
     journaled = costs.journaled()
     try:
@@ -241,6 +243,8 @@ def _pytests_setup(runs, costs):
             yield
     finally:
         costs.pytests_own(journaled)
+        if freezer.after_setup(config):
+            costs.snapshots += costs.lap()
 
 
 def _no_settle(item):

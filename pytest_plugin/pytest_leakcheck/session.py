@@ -90,12 +90,32 @@ class _GcFreezer:
             return
         elif not self._young():
             return
+        self._freeze(config)
+
+    def _freeze(self, config):
         gc.collect()
         _gc_freeze()
         cpython.fresh_handler_lists()
         fresh_log_buffers(config)
         self.blocks = leakcheck.allocated_blocks()
         self.tests = 0
+
+    def after_setup(self, config):
+        """The test's wider fixtures were just set up, before the snapshot
+        that precedes its reported run: when they grew what is alive by
+        YOUNG_BLOCKS, it is frozen now, so that the test's snapshots do
+        not collect it (a session fixture holding millions of objects), nor
+        the next test's freeze.  The series and the runs made before are
+        frozen with it: they replace no container of theirs that was made
+        before (Series' _others is made anew before its first snapshot).
+        True when it froze."""
+        if not self.ours or self.theirs:
+            return False
+        blocks = leakcheck.allocated_blocks()
+        if not blocks or blocks - self.blocks < YOUNG_BLOCKS:
+            return False
+        self._freeze(config)
+        return True
 
     def _young(self):
         """Whether enough was made since our freeze to freeze again: the

@@ -78,6 +78,57 @@ def test_what_a_checked_test_left_is_frozen_without_a_heap_walk(pytester):
         (pytester.path / "get_objects.log").read_text()
 
 
+FIRST_USE = '''
+import gc
+
+import pytest
+
+from conftest import FROZEN, HELD
+
+_KEPT = []
+
+
+@pytest.fixture(scope="module")
+def other_big():
+    return [[i] for i in range(HELD)]
+
+
+def test_before():
+    # The session's first test fills what is filled once.
+    pass
+
+
+def test_first(big):
+    # Set up before the reported run's snapshot, and frozen then.
+    assert gc.get_freeze_count() >= FROZEN["before"] + HELD // 2
+
+
+def test_leaky_first(other_big):
+    _KEPT.append([])
+'''
+
+
+def test_a_wide_fixture_is_frozen_before_the_first_reported_run_using_it(
+        pytester, read_report):
+    """The first test of a fixture that holds many objects finds them
+    frozen already in its reported run: neither its snapshots nor the next
+    test's freeze collect them.  That test is clean, and runs once; a test
+    that leaks right after such a freeze is still caught."""
+    pytester.makeconftest(BIG_FIXTURE)
+    pytester.makepyfile(test_first=FIRST_USE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--leaks",
+                                           "--leaks-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    _, recs = read_report()
+    rec = recs["test_first.py::test_first"]
+    assert rec["verdict"] == "clean", rec
+    if sys.version_info >= (3, 11):
+        assert rec["test_runs"] == 1, (rec["deltas"], rec["warmup_measured"])
+    rec = recs["test_first.py::test_leaky_first"]
+    assert rec["verdict"] == "leak", rec
+    assert rec["deltas"]["objects"] == [1] * rec["runs"], rec
+
+
 def test_without_pymalloc_it_freezes_again_after_young_tests(pytester,
                                                              monkeypatch):
     """PYTHONMALLOC=malloc (as under valgrind): sys.getallocatedblocks()
