@@ -58,11 +58,11 @@ class Runs:
 
     count: the runs made; first: the seconds of the first (the reported
     run), with those of the parts of pytest's protocol made outside it
-    (unmeasured()).  The timer is armed when a run's setup begins and cancelled when
-    its teardown ends (plugin.py's hooks call arm() and disarm()), inside
-    the run: what the timer's owner keeps on the item is still there then,
-    whereas after the run the item's state is put back as the reported run
-    left it."""
+    (unmeasured()).  The timer is armed when a run's setup begins and
+    cancelled when its teardown ends (plugin.py's hooks call arm() and
+    disarm()), inside the run: what the timer's owner keeps on the item is
+    still there then, whereas after the run the item's state is put back
+    as the reported run left it."""
 
     def __init__(self, item):
         self.item = item
