@@ -110,11 +110,10 @@ def make_frames(*funcs):
             continue
         _make_frame(func, code)
         globals_ = getattr(func, "__globals__", {})
-        nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        nested = _nested_codes(code)
         while nested:
             inner = nested.pop()
-            nested.extend(c for c in inner.co_consts
-                          if isinstance(c, types.CodeType))
+            nested.extend(_nested_codes(inner))
             try:
                 made = types.FunctionType(
                     inner, globals_, None, None,
@@ -122,6 +121,12 @@ def make_frames(*funcs):
             except (TypeError, ValueError):
                 continue
             _make_frame(made, inner)
+
+
+def _nested_codes(code):
+    """The code objects `code` holds: its comprehensions, generator
+    expressions, lambdas and inner functions (not theirs)."""
+    return [c for c in code.co_consts if type(c) is types.CodeType]
 
 
 def _make_frame(func, code):
@@ -265,8 +270,7 @@ def _code_objects(namespaces):
         elif kind is types.CodeType:
             seen.add(id(obj))
             codes[id(obj)] = obj
-            stack.extend(c for c in obj.co_consts
-                         if type(c) is types.CodeType)
+            stack.extend(_nested_codes(obj))
         elif isinstance(obj, type):
             seen.add(id(obj))
             try:
