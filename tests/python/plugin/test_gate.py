@@ -145,9 +145,11 @@ def test_github_annotations_at_the_definitions(pytester, two_reports):
         kept = (pytester.path / f"{name}.py").read_text().splitlines().index(
             "        _KEPT.append([])" if test == "test_only_in_b"
             else "    _KEPT.append([])") + 1
+        # An empty list is 1 block, or more where the interpreter keeps
+        # some runs' allocations elsewhere (3.14's debug build: 1.5).
         assert len(sites) == 1 and re.fullmatch(
-            rf"Python line {name}\.py:{kept}: \d+ bytes in 1 block per run",
-            sites[0]), sites
+            rf"Python line {name}\.py:{kept}: \d+ bytes in [\d.]+ blocks? "
+            rf"per run", sites[0]), sites
     # The text follows, as without --format.
     result.stdout.fnmatch_lines(["leakcheck gate: 3 new leaks *"])
     result = run_cli(pytester, "gate", *two_reports, "--format", "github",
