@@ -509,7 +509,10 @@ class Series:
         """Reads again the snapshot the next measured run is compared with
         (settled and collected, as every snapshot).  Only between two
         measured runs: after next() returned True past the warm-up runs,
-        else RuntimeError."""
+        else RuntimeError.  On a debug build the refs probe also reads the
+        references the calling frames hold: CPython 3.14 may hold one more
+        at one call than at another, so a loop that rebases calls both
+        from one place (`(s.next, s.rebase)[again]()`)."""
         self._core.rebase()
 
     @property

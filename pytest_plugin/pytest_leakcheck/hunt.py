@@ -289,34 +289,42 @@ def _run_series(h):
     # run to the start of the next, the progress line included.  `now` is
     # bound before the first snapshot, as the floats above.
     now = cpu = clock()
+    # Every snapshot is read from one call, series.next() and the rebase
+    # alike: what the calling frame holds while the engine reads is then
+    # the same in each (CPython 3.14 pushes a local borrowed at one call
+    # and owned at another, one reference apart, which the refs probe
+    # would read as the first extra run's change).
+    snapshots = (series.next, series.rebase)
+    rebase = False
     while True:
+        parked = runs.count == 1 and not rebase
         try:
-            if runs.count == 1:
+            if parked:
                 runner.park_output(reports)
             if reports is not None or h.settings.warmup == 1:
                 settle(item=item)       # a snapshot is next
-            more = series.next()
+            more = snapshots[rebase]() is not False
         except Exception as e:
             error = e
             break
         finally:
-            if runs.count == 1:
+            if parked:
                 runner.restore_output()
         if not more:
             break
-        h.progress.show(
-            progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
-            if series.confirming or runs.count >= total else
-            progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
-        confirming = series.confirming
-        if reports is not None and runner.ready_again():
-            # What the runner made for the extra runs is not their growth.
-            try:
-                settle(item=item)
-                series.rebase()
-            except Exception as e:
-                error = e
-                break
+        if rebase:
+            rebase = False
+        else:
+            h.progress.show(
+                progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
+                if series.confirming or runs.count >= total else
+                progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
+            confirming = series.confirming
+            # What the runner makes for the extra runs is not their growth:
+            # the snapshot the first is measured from is read again.
+            rebase = reports is not None and runner.ready_again()
+            if rebase:
+                continue
         now = clock()
         costs.snapshots += now - cpu
         cpu = now
