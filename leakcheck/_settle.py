@@ -299,7 +299,7 @@ def _clear_linecache(linecache):
     """Drops the lines read from files (they can be read again); keeps the
     entries no file backs (registered by exec'd or generated code)."""
     cache = getattr(linecache, "cache", None)
-    if not cache:
+    if not cache or _core.linecache_settled(cache):
         return
     try:
         kept = {key: entry for key, entry in cache.items()

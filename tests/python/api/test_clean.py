@@ -180,8 +180,14 @@ def test_settle_keeps_linecache_entries_no_file_backs():
         assert __file__ in linecache.cache
         leakcheck.snapshot()
         assert __file__ not in linecache.cache
+        # A lazy entry (lines not read yet) goes too.
+        linecache.cache["lazy-leakcheck-test"] = (lambda: "x\n",)
+        leakcheck.snapshot()
+        assert "lazy-leakcheck-test" not in linecache.cache
+        assert "<leakcheck-test>" in linecache.cache
     finally:
         linecache.cache.pop("<leakcheck-test>", None)
+        linecache.cache.pop("lazy-leakcheck-test", None)
 
 
 def test_a_fresh_interpreter_passes_its_first_scope(tmp_path):
