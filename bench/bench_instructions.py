@@ -28,9 +28,6 @@ Instructions alone understate what --leaks costs.  On CPython 3.11 with
 6.9M a test: the difference between a 200- and a 300-test run), +41,900
 first-level data misses and +19,400 instruction misses a test, while
 bench_overhead.py read more than twice plain pytest's CPU time a test.
-The same runs with callgrind's output kept, read by callgrind_annotate
-function by function, put about a quarter of the added data misses in the
-snapshot's collection and a sixth in the type cache's trim.
 
 The probes are the defaults less native_bytes: under valgrind leakcheck
 cannot find glibc's malloc cache, and fills it before each reading
