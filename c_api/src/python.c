@@ -420,11 +420,23 @@ lc__python_unavailable(int probe)
         return "free-threaded CPython (Py_GIL_DISABLED) is not supported "
                "yet";
     if (probe == LC_PROBE_REFS) {
+        /* Whether sys has gettotalrefcount, not lookup_objects(): that
+         * collects the whole heap more than once (125 ms in a pytest
+         * process with hypothesis imported), which `import leakcheck`
+         * would pay, every pytest session with the plugin installed
+         * included.  The first reading does it, after the plugin's
+         * freezer has frozen what was there. */
         int gil, has;
+        PyObject *f;
         if (py.ready)
             return py.sys_totalrefs ? NULL : "needs a debug build of CPython";
         gil = api.GILState_Ensure();
-        has = lookup_objects() == LC_OK && py.sys_totalrefs != NULL;
+        f = attr("sys", "gettotalrefcount");
+        has = f != NULL;
+        if (f != NULL)
+            api.DecRef(f);
+        else
+            api.Err_Clear();
         api.GILState_Release(gil);
         return has ? NULL : "needs a debug build of CPython";
     }

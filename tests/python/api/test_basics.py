@@ -25,6 +25,30 @@ def test_every_exported_name_exists():
         "DEFAULT_PROBES", "Snapshot"}
 
 
+IMPORT_COLLECTIONS = """
+import gc
+full = []
+gc.callbacks.append(
+    lambda phase, info: full.append(1)
+    if phase == "start" and info["generation"] == 2 else None)
+import leakcheck
+leakcheck.probes()
+print(len(full))
+"""
+
+
+def test_importing_leakcheck_collects_nothing(tmp_path):
+    """Importing leakcheck and asking what its probes can read make no full
+    collection: a pytest session with the plugin installed imports it, and
+    one collection of a large heap costs tens of milliseconds.  The first
+    reading makes them."""
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", IMPORT_COLLECTIONS],
+                         capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
+    assert out.stdout.split() == ["0"], out
+
+
 def test_probes_lists_every_probe_and_why_one_is_missing():
     infos = leakcheck.probes()
     assert [p.name for p in infos] == list(leakcheck.PROBE_NAMES)
