@@ -207,12 +207,36 @@ def settle_lightly_next(light=True):
     _light = light
 
 
+_abcs_kept = False
+
+
+def keep_abc_caches_next(keep=True):
+    """Makes the next settle() leave the ABC caches as they are: for the
+    snapshots of a series with warm-up runs, which absorb an ABC cache's
+    first fill (isinstance(x, Mapping) on a type not seen before stores a
+    weak reference in Mapping's cache once; that type's death takes it out
+    again).  A scope, or a series without warm-up runs, has nothing to
+    absorb it: its settle() empties them, so that such a first fill never
+    reads as its growth.  Emptied at every snapshot, the caches made
+    pytest's own isinstance checks take the slow path in every reported
+    run (pytest's node classes are ABCs too: the plugin makes a new node
+    type's first checks before the series' first snapshot).  Left, a clean
+    test under the plugin costs fewer instructions and cache misses
+    (CHANGELOG), with the same verdicts on bench/clean_corpus.py and the
+    real suites of bench/bench_suite.py.
+    False takes it back (the snapshot did not settle)."""
+    global _abcs_kept
+    _abcs_kept = keep
+
+
 def settle():
     """Clears the first-use caches of the interpreter and the standard
     library.  Never raises for a cache it cannot clear."""
-    global _plan, _abc_readable, _light
+    global _plan, _abc_readable, _light, _abcs_kept
     light = _light and _plan is not None
     _light = False
+    abcs_kept = _abcs_kept
+    _abcs_kept = False
     modules = sys.modules
     if _plan is None:
         try:
@@ -242,10 +266,11 @@ def settle():
     _clear_linecache(modules.get("linecache"))
     # The loops over every ABC and every module run in C: settling runs
     # before every snapshot.
-    try:
-        _reset_abc_caches(plan.abcs, plan.abcs_seen, light)
-    except Exception:
-        pass
+    if not abcs_kept:
+        try:
+            _reset_abc_caches(plan.abcs, plan.abcs_seen, light)
+        except Exception:
+            pass
     # warnings.warn() makes a __warningregistry__ in the module it blames
     # and adds an entry per distinct warning.  Emptied, not deleted: adding
     # and deleting a key now and then resizes the module's namespace.

@@ -491,14 +491,16 @@ class Series:
                 # (_settle.settle_lightly_next); rebase() does not.
                 light = self.warmup > 0
             self._calls += 1
-        if light:
-            _settle.settle_lightly_next()
-            try:
-                more = self._core.next()
-            finally:
-                _settle.settle_lightly_next(False)
-        else:
+        # A series' warm-up absorbs the ABC caches' first fills: its
+        # snapshots leave them (_settle.keep_abc_caches_next), unless it
+        # has no warm-up run.
+        _settle.keep_abc_caches_next(self.warmup > 0)
+        _settle.settle_lightly_next(light)
+        try:
             more = self._core.next()
+        finally:
+            _settle.settle_lightly_next(False)
+            _settle.keep_abc_caches_next(False)
         if more:
             return True
         if not self.done:
@@ -513,7 +515,11 @@ class Series:
         references the calling frames hold: CPython 3.14 may hold one more
         at one call than at another, so a loop that rebases calls both
         from one place (`(s.next, s.rebase)[again]()`)."""
-        self._core.rebase()
+        _settle.keep_abc_caches_next(self.warmup > 0)
+        try:
+            self._core.rebase()
+        finally:
+            _settle.keep_abc_caches_next(False)
 
     @property
     def confirming(self) -> bool:

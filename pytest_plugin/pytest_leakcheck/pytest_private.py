@@ -46,6 +46,7 @@ What each relies on:
 - `TerminalReporter._tw` and `TerminalWriter._file`.
 """
 
+import abc
 import contextlib
 import functools
 import os
@@ -267,6 +268,42 @@ def drop_instance(item):
     else:
         for key in method_instance(item):
             attrs.pop(key, None)
+
+
+_CHECKED_NODE_TYPES = pytest.StashKey[set]()
+
+
+def _node_classes(chain):
+    """pytest's node classes, and those of `chain`'s nodes (a plugin's):
+    what pytest asks isinstance() of a node against."""
+    from _pytest import main, nodes, python
+    classes = {nodes.Node, nodes.Collector, nodes.Item, nodes.FSCollector,
+               nodes.File, getattr(nodes, "Directory", nodes.Node),
+               main.Session, getattr(main, "Dir", main.Session),
+               python.Package, python.Module, python.Class, python.Function}
+    for node in chain:
+        classes.update(cls for cls in type(node).__mro__
+                       if isinstance(cls, abc.ABCMeta))
+    return classes
+
+
+def check_node_types(item):
+    """pytest's node classes are ABCs (pytest 8 on): the first isinstance()
+    of a node of a new type against one of them (a test class's node
+    against Session, as getparent() asks) stores the type in that class's
+    cache.  A series leaves the ABC caches as they are at its snapshots,
+    so that first check is made here, before the snapshot that precedes
+    the reported run, for every node of the item's chain against every
+    node class, once per node type of the session."""
+    seen = item.session.stash.setdefault(_CHECKED_NODE_TYPES, set())
+    chain = item.listchain()
+    if all(type(node) in seen for node in chain):
+        return
+    classes = _node_classes(chain)
+    for node in chain:
+        for cls in classes:
+            isinstance(node, cls)
+        seen.add(type(node))
 
 
 def keyword_markers(item):

@@ -588,6 +588,7 @@ class ItemRunner:
         that precedes it (see the class)."""
         item = self.item
         preset_neighbour_hooks(item, self.nextitem)
+        pytest_private.check_node_types(item)
         if self._preset_collectors():
             self._set_up_shared(timed)
         preset_current_test(item)

@@ -164,6 +164,70 @@ def test_settle_empties_every_abc_cache_it_knows(readable, monkeypatch):
     del kept
 
 
+def test_a_series_leaves_the_abc_caches_a_scope_empties():
+    """A series' snapshots leave the ABC caches as they are (its warm-up
+    absorbs their first fills); the next settle() outside a series, a
+    scope's, empties them again."""
+    import collections.abc
+    leakcheck.snapshot()
+    kept = fill_abc_caches()
+    filled = [cls for cls in plan_abcs() if abc_cache_sizes(cls) != (0, 0)]
+    assert len(filled) >= 7
+    sizes = [abc_cache_sizes(cls) for cls in filled]
+    series = leakcheck.Series(warmup=1, repeat=2)
+    while series.next():
+        pass
+    assert [abc_cache_sizes(cls) for cls in filled] == sizes
+    assert not series.leaked, series.report
+    with leakcheck.scope():
+        pass
+    assert abc_cache_sizes(collections.abc.Mapping) == (0, 0)
+    del kept
+
+
+def test_a_series_without_warmup_empties_the_abc_caches():
+    """With no warm-up run to absorb a first fill, a series' snapshots
+    empty the ABC caches, as a scope's do."""
+    import collections.abc
+    leakcheck.snapshot()
+    kept = fill_abc_caches()
+    assert abc_cache_sizes(collections.abc.Mapping) != (0, 0)
+    series = leakcheck.Series(warmup=0, repeat=1)
+    while series.next():
+        pass
+    assert abc_cache_sizes(collections.abc.Mapping) == (0, 0)
+    del kept
+
+
+def test_a_series_around_an_abc_first_use_is_clean():
+    """Each run checks a type the ABCs have not seen (a class made in the
+    run, which dies with it): the series is clean, its caches kept."""
+    import collections.abc
+
+    def run():
+        class Fresh:
+            pass
+        isinstance(Fresh(), collections.abc.Mapping)
+        issubclass(Fresh, collections.abc.Iterable)
+
+    run()
+    for _ in range(3):
+        series = leakcheck.repeat(run, repeat=4)
+        assert not series.leaked, series.report
+
+
+def test_keeping_the_abc_caches_lasts_one_settle():
+    leakcheck.snapshot()
+    kept = fill_abc_caches()
+    _settle.keep_abc_caches_next()
+    _settle.settle()
+    assert any(abc_cache_sizes(cls) != (0, 0) for cls in plan_abcs())
+    _settle.settle()
+    assert [cls for cls in plan_abcs()
+            if abc_cache_sizes(cls) != (0, 0)] == []
+    del kept
+
+
 def test_the_abc_layout_is_read_as_get_dump_shows_it():
     pytest.importorskip("_abc")
     assert _settle._abc_layout_known()
