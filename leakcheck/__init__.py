@@ -22,8 +22,6 @@ Failures raise LeakError (an AssertionError) whose message is the report.
 """
 
 from . import _core, _settle
-from ._diagnose import Diagnosis, diagnose
-from ._dump import write_dump
 from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
@@ -61,6 +59,27 @@ __all__ = [
     "write_dump",
     "load_dump",
 ]
+
+# What diagnoses a leak, and writes a dump of it, is imported when first
+# asked for: a pytest session with the plugin installed imports leakcheck,
+# and most never diagnose anything.
+_LAZY = {"Diagnosis": "_diagnose", "diagnose": "_diagnose",
+         "write_dump": "_dump"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leakcheck' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 # Every snapshot from now on starts by clearing first-use caches.
 _core.set_settle(_settle.settle)

@@ -9,7 +9,6 @@ from typing import Any, Literal, Optional, Type
 
 from . import _core
 from ._chain import find_chain
-from ._diagnose import Diagnosis
 from ._evidence.objects import describe, garbage_by_type, type_name
 from ._errors import LeakError
 
@@ -60,6 +59,7 @@ class refcounts:
                  if after > before and not _core.is_immortal(self._objs[i])]
         if not grown:
             return False
+        from ._diagnose import Diagnosis
         diagnosis = Diagnosis(["refs"])
         lines = [f"leakcheck: reference counts grew in the refcounts() "
                  f"block ({len(grown)} of {len(self._objs)} object"
@@ -126,6 +126,7 @@ def assert_finalized(*handles: Handle) -> None:
                             f"leakcheck.watch() returns, not "
                             f"{type(handle).__name__}")
     _collect()
+    from ._diagnose import Diagnosis
     diagnosis = Diagnosis()
     for handle in handles:
         holder = [handle._ref()]
@@ -152,6 +153,7 @@ def assert_no_garbage() -> None:
     _collect()
     if not gc.garbage:
         return
+    from ._diagnose import Diagnosis
     diagnosis = Diagnosis(["garbage"])
     diagnosis.garbage = garbage_by_type(len(gc.garbage))
     n = len(gc.garbage)

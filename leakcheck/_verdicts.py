@@ -16,12 +16,14 @@ from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
                     Type, TypeVar, Union, cast)
 
 from . import _core, _settle, cpython
-from ._diagnose import Diagnosis, diagnose, diagnose_after
 from ._evidence import is_own
 from ._errors import LeakError
 from ._probes import (MAX_RUNS, ProbeInfo, ProbeNames, Tolerance,
                       check_count, index_of, names_of, readable_mask,
                       tolerances)
+
+if TYPE_CHECKING:
+    from ._diagnose import Diagnosis
 
 __all__ = ["scope", "Series", "repeat"]
 
@@ -350,10 +352,12 @@ class scope:
             _calibration[:] = [self.deltas["refs"], self._refs[1]]
         diagnosis = None
         if self.leaked:
+            from . import _diagnose
             if self._rerun is not None:
-                diagnosis = diagnose(self._rerun, self.leaking)
+                diagnosis = _diagnose.diagnose(self._rerun, self.leaking)
             else:
-                diagnosis = diagnose_after(self.leaking, self.deltas)
+                diagnosis = _diagnose.diagnose_after(self.leaking,
+                                                     self.deltas)
         # The engine words the report, from the deltas it judged (refs
         # corrected by the baseline).
         head = core.report()
@@ -553,7 +557,7 @@ class Series:
                              _core.hook_restored() - self._restores)
         self.threads = _still_running(self._others)
 
-    def report(self, diagnosis: Optional[Diagnosis] = None) -> str:
+    def report(self, diagnosis: Optional["Diagnosis"] = None) -> str:
         """The readable report, with `diagnosis` (a Diagnosis) appended."""
         return _compose(self._core.report(), self.unread, diagnosis,
                         self.threads)
@@ -583,6 +587,7 @@ def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
     while series.next():
         func(*args, **kwargs)
     if series.leaked:
+        from ._diagnose import diagnose
         diagnosis = diagnose(functools.partial(func, *args, **kwargs),
                              series.leaking)
         raise LeakError(series.report(diagnosis), diagnosis)

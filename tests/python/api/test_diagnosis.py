@@ -242,14 +242,14 @@ def test_an_exception_while_diagnosing_is_a_note():
 
 
 def test_a_clean_run_never_computes_a_diagnosis(leaky, monkeypatch):
-    import leakcheck._verdicts as verdicts
+    import leakcheck._diagnose as diagnosis
 
     def forbidden(*args, **kwargs):
         raise AssertionError("diagnosis on a clean run")
 
     warm_after_profilers()
-    monkeypatch.setattr(verdicts, "diagnose", forbidden)
-    monkeypatch.setattr(verdicts, "diagnose_after", forbidden)
+    monkeypatch.setattr(diagnosis, "diagnose", forbidden)
+    monkeypatch.setattr(diagnosis, "diagnose_after", forbidden)
     leakcheck.repeat(leaky.clean_new_list, 3)
     with leakcheck.scope():
         leaky.clean_new_list(3)
