@@ -44,6 +44,9 @@ What each relies on:
 - `_pytest.skipping.xfailed_key`: the stash entry in which every setup
   phase keeps the item's evaluated xfail marks, read with .get(key, None).
 - `TerminalReporter._tw` and `TerminalWriter._file`.
+- The node classes of `_pytest.nodes`, `_pytest.main` and `_pytest.python`
+  (`Directory` and `Dir` from pytest 8.1), ABCs since pytest 8: what
+  check_node_types() checks a new type of node against.
 """
 
 import abc
