@@ -421,11 +421,11 @@ lc__python_unavailable(int probe)
                "yet";
     if (probe == LC_PROBE_REFS) {
         /* Whether sys has gettotalrefcount, not lookup_objects(): that
-         * collects the whole heap more than once (125 ms in a pytest
-         * process with hypothesis imported), which `import leakcheck`
-         * would pay, every pytest session with the plugin installed
-         * included.  The first reading does it, after the plugin's
-         * freezer has frozen what was there. */
+         * collects the whole heap more than once, which `import
+         * leakcheck` would pay, every pytest session with the plugin
+         * installed included (bench/bench_import.py).  The first reading
+         * does it, after the plugin's freezer has frozen what was
+         * there. */
         int gil, has;
         PyObject *f;
         if (py.ready)
