@@ -202,11 +202,36 @@ def layout_pieces(data):
     yield "\n}\n"
 
 
+def one_shot_encoder(**options):
+    """JSONEncoder(check_circular=False, **options).encode, the same text,
+    without what encode() makes anew at every call (a C encoder and the
+    closures around it, about as long as encoding a short record): the C
+    encoder is made once, when this Python's json module has one."""
+    encoder = json.JSONEncoder(check_circular=False, **options)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None or encoder.indent is not None:
+        return encoder.encode
+    strings = (json.encoder.encode_basestring_ascii if encoder.ensure_ascii
+               else json.encoder.encode_basestring)
+    try:
+        chunks = make(None, encoder.default, strings, None,
+                      encoder.key_separator, encoder.item_separator,
+                      encoder.sort_keys, encoder.skipkeys,
+                      encoder.allow_nan)
+    except TypeError:           # a json module of another shape
+        return encoder.encode
+    join = "".join
+
+    def encode(value):
+        return join(chunks(value, 0))
+    return encode
+
+
 # json.dumps() without the check for circular references, for Entries (a
 # report's tests: trees of dicts, lists and scalars); the same text.  The
 # journal encodes its records so too (default=str for what JSON has no
 # type for, which reads back as that string): their text is the entry's.
-encode_entry = json.JSONEncoder(check_circular=False, default=str).encode
+encode_entry = one_shot_encoder(default=str)
 
 
 def _entry_text(entry):

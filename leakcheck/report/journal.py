@@ -34,8 +34,8 @@ import json
 import os
 import socket
 
-from .files import RawJSON, UnusableInput, encode_entry, parse_json, \
-    read_text
+from .files import RawJSON, UnusableInput, encode_entry, \
+    one_shot_encoder, parse_json, read_text
 from .schema import JOURNAL_SCHEMA, VERDICTS, document, now
 
 SUFFIX = ".journal"
@@ -78,8 +78,7 @@ def _write_all(fd, data):
 # per call.  Without the check for circular references: an event is a
 # tree of dicts, lists and scalars, and the check was a good part of a
 # test's journaling (bench/bench_journal.py measures it).
-_encode = json.JSONEncoder(separators=(",", ":"), default=str,
-                           check_circular=False).encode
+_encode = one_shot_encoder(separators=(",", ":"), default=str)
 
 # A record's line: its record encoded as a report's entry is (files.py),
 # so that the final report copies that text instead of decoding and

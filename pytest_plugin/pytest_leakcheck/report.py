@@ -26,6 +26,8 @@ import time
 import leakcheck
 import leakcheck.report as lcreport
 
+from .ledger import Ledger
+
 SCHEMA = lcreport.REPORT_SCHEMA
 BASELINE_SCHEMA = lcreport.BASELINE_SCHEMA
 VERDICTS = lcreport.VERDICTS
@@ -60,9 +62,11 @@ class Report:
         self.meta = {"settings": settings, "probes": probes,
                      "environment": environment}
         # test id -> where its record is in the journal, (offset, length),
-        # or the record itself until journaled; the last one wins.  The
-        # summary is kept as they come.
-        self.records = {}
+        # in a Ledger (see there); and the records not journaled yet (or
+        # that the journal could not take), newer than any line of theirs.
+        # The last record of a test wins.  The summary is kept as they come.
+        self.where = Ledger()
+        self.kept = {}
         self.summary = lcreport.Summary()
         self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
@@ -112,8 +116,9 @@ class Report:
             for event, at in zip(events, where):
                 record = event.get("record")
                 if record is not None and \
-                        self.records.get(record["id"]) is record:
-                    self.records[record["id"]] = at
+                        self.kept.get(record["id"]) is record:
+                    del self.kept[record["id"]]
+                    self.where[record["id"]] = at
         self.cpu += time.process_time() - began
 
     def start(self, test_id, location=None):
@@ -128,9 +133,9 @@ class Report:
         """Journals `record`; with `with_finish` (its test's phases are all
         over: only its end is left to log), in one write with that end, or
         with whatever event comes first."""
-        if record["id"] in self.records:
+        if record["id"] in self.kept or record["id"] in self.where:
             self.summary.remove(self._record(record["id"]))
-        self.records[record["id"]] = record     # until journaled
+        self.kept[record["id"]] = record        # until journaled
         self.summary.add(record)
         if with_finish and self.pending is None:
             self.pending = {"record": record}
@@ -152,21 +157,22 @@ class Report:
         """The record of `test_id`, read back from the journal; with `raw`,
         as the JSON text the journal holds (lcreport.RawJSON) when it is
         there."""
-        at = self.records[test_id]
-        if type(at) is not tuple:
-            return at
-        text = self.journal.read_record(at)
+        record = self.kept.get(test_id)
+        if record is not None:
+            return record
+        text = self.journal.read_record(self.where[test_id])
         return text if raw else json.loads(text)
 
     def document(self):
         """The report's document; its tests (lcreport.Entries) are read from
         the journal as they are written."""
         reasons = self.partial_reasons
+        recorded = {*self.where, *self.kept}
         crashed = lcreport.crashed_records(
-            self.records, self.running,
+            recorded, self.running,
             lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
             if reasons else lcreport.MSG_CRASHED)
-        ids = sorted([*self.records, *crashed])
+        ids = sorted([*recorded, *crashed])
         summary = self.summary.copy()
         for rec in crashed.values():
             summary.add(rec)

@@ -21,6 +21,7 @@ from . import perrun
 from . import report as reportmod
 from . import settings as settingsmod
 from . import terminal
+from .ledger import Ledger
 from .pytest_private import fresh_log_buffers
 from .settings import BadValue
 
@@ -173,10 +174,12 @@ class State:
         self.worker_id = workerinput.get("workerid") if workerinput else None
         self.report = None                # reportmod.Report, in the writer
         # What the summary needs of each record, not the record: test id ->
-        # (verdict, known, test_runs, hunt_seconds); the records of leaks
-        # and of tests not judged, trimmed to their line's fields; what
-        # was not compared, {test id: {probe: why}}.
-        self.tests = {}
+        # (verdict, known, test_runs, hunt_seconds), in a Ledger (a dict
+        # of every test's tuple would cost each test's first snapshot a
+        # walk of it); the records of leaks and of tests not judged,
+        # trimmed to their line's fields; what was not compared, {test id:
+        # {probe: why}}.
+        self.tests = Ledger()
         self.problems = {}
         self.unread = {}
         # CPU seconds leakcheck added, by category, over the records; and

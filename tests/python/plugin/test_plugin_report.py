@@ -2,6 +2,7 @@
 test) and the gate's three exit codes.  Kills, signals and the crash
 journal: test_journal.py."""
 
+import gc
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import leakcheck.report as lcreport
 from leakcheck import gate
 from pytest_leakcheck import report as reportmod
 from pytest_leakcheck import session, terminal
+from pytest_leakcheck.ledger import Ledger
 
 MIXED = '''
 import pytest
@@ -276,6 +278,44 @@ def test_crashed_worker_leaves_a_partial_report(pytester, read_report):
     assert status == 0 and "accepted (--allow-partial)" in out
 
 
+def test_recording_a_test_makes_nothing_young_that_grows_with_the_session(
+        tmp_path):
+    """Every snapshot collects what is not frozen.  What the session keeps
+    of its earlier tests (the report writer's places of records, the
+    summary's results) must not come back among it when one more test is
+    recorded: a dict of them, tracked again by the collector for the new
+    value, would have every test's first snapshot walk all of them."""
+    rep = reportmod.Report(str(tmp_path / "r.json"), settings={},
+                           probes={}, environment={})
+    rep.open()
+    results = Ledger()          # as State.tests keeps them
+
+    def record(n):
+        test_id = f"t.py::test_{n}"
+        rep.start(test_id, ("t.py", n))
+        rec = lcreport.record(test_id, "clean", "passed",
+                              deltas={"blocks": [0]})
+        rep.add(rec, with_finish=True)
+        rep.finish(test_id)
+        results[test_id] = (rec["verdict"], False, 1, 0.25)
+
+    for n in range(300):
+        record(n)
+    gc.collect()
+    gc.freeze()
+    try:
+        record(300)
+        young = gc.get_objects()
+        widest = max(len(gc.get_referents(o)) for o in young
+                     if o is not young)
+    finally:
+        gc.unfreeze()
+    assert widest < 100
+    assert len(results) == 301 and results["t.py::test_7"][0] == "clean"
+    assert [*rep.where][:2] == ["t.py::test_0", "t.py::test_1"]
+    rep.write()
+
+
 def test_the_report_keeps_where_records_are_not_the_records(tmp_path,
                                                             monkeypatch):
     """The writer keeps where each record is in the journal, and writes
@@ -299,7 +339,8 @@ def test_the_report_keeps_where_records_are_not_the_records(tmp_path,
     recs["t.py::test_0"] = lcreport.record("t.py::test_0", "leak", "failed",
                                            leaking=["blocks"])
     rep.add(recs["t.py::test_0"])
-    assert all(type(at) is tuple for at in rep.records.values())
+    assert not rep.kept
+    assert all(type(at) is tuple for at in rep.where.values())
 
     def refused(*events):
         raise OSError(28, "No space left on device")
@@ -309,7 +350,7 @@ def test_the_report_keeps_where_records_are_not_the_records(tmp_path,
                                            "skipped")
     rep.start("t.py::test_4", ("t.py", 4))      # never finishes
     rep.add(recs["t.py::test_3"])
-    assert rep.records["t.py::test_3"] is recs["t.py::test_3"]
+    assert rep.kept["t.py::test_3"] is recs["t.py::test_3"]
     assert rep.write_error == "No space left on device"
     monkeypatch.undo()
     rep.write()
