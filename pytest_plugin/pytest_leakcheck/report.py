@@ -167,12 +167,14 @@ class Report:
         """The report's document; its tests (lcreport.Entries) are read from
         the journal as they are written."""
         reasons = self.partial_reasons
-        recorded = {*self.where, *self.kept}
         crashed = lcreport.crashed_records(
-            recorded, self.running,
+            self.where, {test_id: start for test_id, start
+                         in self.running.items() if test_id not in self.kept},
             lcreport.MSG_UNFINISHED.format(reason=reasons[-1])
             if reasons else lcreport.MSG_CRASHED)
-        ids = sorted([*recorded, *crashed])
+        ids = sorted([*self.where, *crashed,
+                      *(test_id for test_id in self.kept
+                        if test_id not in self.where)])
         summary = self.summary.copy()
         for rec in crashed.values():
             summary.add(rec)
