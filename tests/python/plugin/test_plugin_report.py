@@ -306,8 +306,8 @@ def test_recording_a_test_makes_nothing_young_that_grows_with_the_session(
     try:
         record(300)
         young = gc.get_objects()
-        widest = max(len(gc.get_referents(o)) for o in young
-                     if o is not young)
+        widest = max((len(gc.get_referents(o)) for o in young
+                      if o is not young), default=0)
     finally:
         gc.unfreeze()
     assert widest < 100
