@@ -204,9 +204,9 @@ def layout_pieces(data):
 
 def one_shot_encoder(**options):
     """JSONEncoder(check_circular=False, **options).encode, the same text,
-    without what encode() makes anew at every call (a C encoder and the
-    closures around it, about as long as encoding a short record): the C
-    encoder is made once, when this Python's json module has one."""
+    without what encode() makes anew at every call (a C encoder, and a
+    closure for floats): the C encoder is made once, when this Python's
+    json module has one."""
     encoder = json.JSONEncoder(check_circular=False, **options)
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None or encoder.indent is not None:
