@@ -14,6 +14,7 @@ diagnose()).  The line reported stays the charged one.
 Frames are (file, line) pairs, oldest first.
 """
 
+import functools
 import itertools
 import os
 import site
@@ -85,7 +86,19 @@ def folders(paths):
 def ignored(paths):
     """`paths` (a harness's folders or files) as owned_elsewhere() takes
     them: each path as a folder and as a file (what tracemalloc's
-    Filter(False, path) and Filter(False, path + "/*") match)."""
+    Filter(False, path) and Filter(False, path + "/*") match).  Worked out
+    once per set of paths: a real path is a stat() per folder of it, and
+    the pytest plugin passes a dozen paths to every diagnosis.  (A
+    relative path is worked out each time: it depends on the working
+    folder.)"""
+    paths = tuple(map(os.fspath, paths))
+    if all(os.path.isabs(p) for p in paths):
+        return _ignored(paths)
+    return _ignored.__wrapped__(paths)
+
+
+@functools.lru_cache(maxsize=16)
+def _ignored(paths):
     return (folders(paths),
             frozenset(itertools.chain.from_iterable(
                 (os.path.abspath(p), os.path.realpath(p)) for p in paths)))

@@ -65,6 +65,32 @@ OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
 # allocate anew each run (log streams, stash entries) is not the test's leak.
 _HARNESS = (pytest_private.PYTEST_DIR, os.path.dirname(pluggy.__file__),
             os.path.dirname(__file__))
+HARNESS = pytest.StashKey[tuple]()      # on the config: harness()'s paths
+
+
+def harness(config):
+    """What a diagnosis takes for the harness around a test (its `ignore`):
+    _HARNESS and the module of every pytest plugin installed, which pytest
+    loaded from its distribution's entry point (pytest-timeout's,
+    pytest-asyncio's plugin.py).  Their hooks run in every phase of every
+    run: what they allocate is not the test's, and the line tracer of a
+    C heap's growth (leakcheck.diagnose) reads the heap at every line it
+    traces, which in their hooks cost a diagnosis several times its own
+    work.  The plugin's module alone, not its package: a library that
+    ships a plugin (anyio, hypothesis) is code a test may leak in."""
+    paths = config.stash.get(HARNESS, None)
+    if paths is None:
+        paths = list(_HARNESS)
+        try:
+            installed = config.pluginmanager.list_plugin_distinfo()
+        except Exception:
+            installed = ()
+        for module, _ in installed:
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and path not in paths:
+                paths.append(path)
+        paths = config.stash[HARNESS] = tuple(paths)
+    return paths
 
 
 # ---- whether the test is hunted -------------------------------------------
@@ -548,7 +574,7 @@ def _diagnose(h, leaking, mode, run_time, keep_objects=False,
     try:
         diagnosis = leakcheck.diagnose(run_once, list(leaking),
                                        runs=1 if cheap else DIAGNOSIS_RUNS,
-                                       ignore=_HARNESS,
+                                       ignore=harness(h.item.config),
                                        keep_objects=keep_objects,
                                        capture_dir=capture_dir, cheap=cheap)
     except _OutOfBudget:
@@ -580,7 +606,8 @@ def _dump(directory, item, series, diagnosis):
     the line that says where, or why not."""
     try:
         path = leakcheck.write_dump(directory, item.nodeid, diagnosis,
-                                    deltas=series.deltas, ignore=_HARNESS)
+                                    deltas=series.deltas,
+                                    ignore=harness(item.config))
     except Exception as e:
         diagnosis.survivors = None
         return MSG_DUMP_FAILED.format(directory=directory,

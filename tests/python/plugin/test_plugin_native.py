@@ -4,6 +4,7 @@ object) fails the test without probes= or --leaks-probes, and the same code
 that frees what it takes passes."""
 
 import ctypes.util
+import sys
 
 import pytest
 
@@ -94,3 +95,47 @@ def test_a_malloc_through_ctypes_names_its_python_line(pytester,
     result.stdout.fnmatch_lines([
         "Python lines that ran when the C heap grew and kept it*",
         f"  test_native.py:{line} checksum: +* bytes"])
+
+
+# An installed pytest plugin whose hook runs many lines in every test's call
+# phase (as pytest-timeout's, pytest-asyncio's and hypothesis' hooks do).
+BUSY_PLUGIN = '''
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    total = 0
+    for i in range(15000):
+        total += i
+    return (yield)
+'''
+
+
+def test_an_installed_plugins_lines_are_the_harness(pytester, read_report):
+    # The line tracer of a C heap's growth reads the heap at every line it
+    # traces, and gives up past 20,000 events a run: an installed plugin's
+    # hook (30,000 line events here) is the harness's, not traced, so the
+    # test's line is still found, and the plugin's own lines never named.
+    folder = pytester.mkdir("installed")
+    (folder / "pytest_busy.py").write_text(BUSY_PLUGIN)
+    info = folder / "pytest_busy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pytest-busy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nbusy = pytest_busy\n")
+    pytester.makepyfile(test_native=NATIVE)
+    args = ["-p", "no:cacheprovider", "--leaks-report=r.json",
+            "-k", "test_malloc_forgotten"]
+    result = pytester.run(sys.executable, "-c", (
+        f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport pytest\n"
+        f"sys.exit(pytest.main({args!r}))\n"))
+    assert result.ret == 1, result.stdout.str()
+    _, recs = read_report()
+    diagnosis = recs["test_native.py::test_malloc_forgotten"]["diagnosis"]
+    result.stdout.fnmatch_lines(["plugins:*busy-1.0*"])
+    assert not any("trace events" in note for note in diagnosis["notes"]), \
+        diagnosis["notes"]
+    lines = diagnosis["heap_lines"]
+    assert lines and lines[0]["function"] == "checksum", lines
+    assert not any(entry["file"].endswith("pytest_busy.py")
+                   for entry in lines), lines
