@@ -178,10 +178,13 @@ class State:
         # of every test's tuple would cost each test's first snapshot a
         # walk of it); the records of leaks and of tests not judged,
         # trimmed to their line's fields; what was not compared, {test id:
-        # {probe: why}}.
+        # {probe: why}}, of the probes this process can read (the summary
+        # says nothing of the others: on a release build every record
+        # says refs is unread, which is no news worth a dict per test).
         self.tests = Ledger()
         self.problems = {}
         self.unread = {}
+        self.readable = None    # frozenset of the probes available here
         # CPU seconds leakcheck added, by category, over the records; and
         # the costliest tests, [(seconds, test id)] as a heap.
         self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
@@ -213,8 +216,15 @@ class State:
             self.problems[test_id] = {key: rec.get(key)
                                       for key in PROBLEM_FIELDS}
         self.unread.pop(test_id, None)
-        if rec.get("unread"):
-            self.unread[test_id] = dict(rec["unread"])
+        unread = rec.get("unread")
+        if unread:
+            if self.readable is None:
+                self.readable = frozenset(p.name for p in leakcheck.probes()
+                                          if p.available)
+            said = {probe: why for probe, why in unread.items()
+                    if probe in self.readable}
+            if said:
+                self.unread[test_id] = said
         costs = rec.get("hunt_costs")
         if isinstance(costs, dict):
             total = 0.0

@@ -151,12 +151,10 @@ def summary(tr, config, state):
         tests=tests, s="s" if tests != 1 else "",
         known=f" ({known} known from the baseline)" if known else "",
         **counts))
-    available = {p.name for p in leakcheck.probes() if p.available}
     for test_id in sorted(state.unread):
         for probe, why in state.unread[test_id].items():
-            if probe in available:
-                tr.write_line(MSG_NOT_COMPARED.format(
-                    id=test_id, probe=probe, why=why))
+            tr.write_line(MSG_NOT_COMPARED.format(id=test_id, probe=probe,
+                                                  why=why))
     _costs(tr, config, state, tests)
     _hunt_times(tr, config, state.tests)
     if state.freezer.refused:
