@@ -4,9 +4,10 @@ object) fails the test without probes= or --leaks-probes, and the same code
 that frees what it takes passes."""
 
 import ctypes.util
-import sys
 
 import pytest
+
+from plugin_helpers import install_plugin, run_with
 
 NATIVE = '''
 import ctypes
@@ -117,18 +118,11 @@ def test_an_installed_plugins_lines_are_the_harness(pytester, read_report):
     # hook (30,000 line events here) is the harness's, not traced, so the
     # test's line is still found, and the plugin's own lines never named.
     folder = pytester.mkdir("installed")
-    (folder / "pytest_busy.py").write_text(BUSY_PLUGIN)
-    info = folder / "pytest_busy-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: pytest-busy\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[pytest11]\nbusy = pytest_busy\n")
+    install_plugin(folder, "pytest_busy", BUSY_PLUGIN, "pytest-busy", "1.0",
+                   "busy")
     pytester.makepyfile(test_native=NATIVE)
-    args = ["-p", "no:cacheprovider", "--leaks-report=r.json",
-            "-k", "test_malloc_forgotten"]
-    result = pytester.run(sys.executable, "-c", (
-        f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport pytest\n"
-        f"sys.exit(pytest.main({args!r}))\n"))
+    result = run_with(pytester, folder, "-p", "no:cacheprovider",
+                      "--leaks-report=r.json", "-k", "test_malloc_forgotten")
     assert result.ret == 1, result.stdout.str()
     _, recs = read_report()
     diagnosis = recs["test_native.py::test_malloc_forgotten"]["diagnosis"]

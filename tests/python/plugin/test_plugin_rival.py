@@ -1,10 +1,9 @@
 """pytest-leaks defines --leaks too: with both plugins installed, pytest
 stops with one line saying so and what to do, whichever loads first."""
 
-import sys
-
 import pytest
 
+from plugin_helpers import install_plugin, run_with
 from pytest_leakcheck import plugin
 
 # pytest-leaks' option, as it registers it, under its entry point's name.
@@ -20,27 +19,17 @@ def rival(pytester):
     """A package that installs like pytest-leaks: a pytest_leaks module and
     its distribution's pytest11 entry point, in a folder of its own."""
     folder = pytester.mkdir("rival")
-    (folder / "pytest_leaks.py").write_text(RIVAL)
-    info = folder / "pytest_leaks-0.3.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: pytest-leaks\nVersion: 0.3.1\n")
-    (info / "entry_points.txt").write_text(
-        "[pytest11]\nleaks = pytest_leaks\n")
+    install_plugin(folder, "pytest_leaks", RIVAL, "pytest-leaks", "0.3.1",
+                   "leaks")
     pytester.makepyfile("def test_one():\n    pass\n")
     return folder
 
 
 def run(pytester, folder, first, *args):
-    """pytest in a new interpreter whose sys.path has `folder` before
-    site-packages (its entry point then loads before leakcheck's) or after
-    it."""
-    add = (f"sys.path.insert(0, {str(folder)!r})" if first
-           else f"sys.path.append({str(folder)!r})")
-    args = ["-p", "no:cacheprovider", *args]
-    return pytester.run(sys.executable, "-c", (
-        f"import sys\n{add}\nimport pytest\n"
-        f"sys.exit(pytest.main({args!r}))\n"))
+    """pytest with the rival's folder on sys.path before site-packages
+    (its entry point then loads before leakcheck's) or after it."""
+    return run_with(pytester, folder, "-p", "no:cacheprovider", *args,
+                    first=first)
 
 
 @pytest.mark.parametrize("first", [True, False],
