@@ -1,11 +1,13 @@
 """What --leaks costs per clean test, in CPU time: a generated suite of fast
-clean tests (bench_plugin.py's "fast" kind) run by pytest plain and with
---leaks, the two alternating round after round; the figure of each is the
+clean tests (bench_plugin.py's "fast" kind, or its unittest TestCase
+methods with --kind unittest) run by pytest plain and with --leaks, the
+two alternating round after round; the figure of each is the
 median over the rounds of the CPU time (user + system) of the pytest
 process, read from os.wait4, so that other work on a shared machine moves
 it little.
 
     python bench/bench_overhead.py [--tests 1000] [--heap OBJECTS]
+                                   [--kind fast|unittest]
                                    [--rounds 5] [--python PATH]
                                    [--against PATH] [--all-plugins]
 
@@ -177,6 +179,8 @@ def main(argv=None):
     p.add_argument("--tests", type=int, default=1000)
     p.add_argument("--heap", type=int, default=0, metavar="OBJECTS",
                    help="GC-tracked containers a session fixture holds")
+    p.add_argument("--kind", choices=("fast", "unittest"), default="fast",
+                   help="bench_plugin.py's kind of tests (default fast)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--python", default=sys.executable, metavar="PATH")
     p.add_argument("--against", metavar="PATH",
@@ -187,7 +191,7 @@ def main(argv=None):
                         "leakcheck's")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="leakcheck-overhead-") as d:
-        tests = generate(d, args.tests)
+        tests = generate(d, args.tests, args.kind)
         write_conftest(d, args.heap)
         marks_path = os.path.join(d, "marks.json")
         report = os.path.join(d, "leaks-report.json")
@@ -214,7 +218,8 @@ def main(argv=None):
         version = subprocess.run(
             [args.python, "-c", "import sys; print(sys.version.split()[0])"],
             capture_output=True, text=True).stdout.strip()
-        print(f"python {version} ({args.python}); {tests} tests, heap "
+        print(f"python {version} ({args.python}); {tests} {args.kind} "
+              f"tests, heap "
               f"{args.heap} containers, {args.rounds} rounds interleaved, "
               f"median CPU time of the pytest process")
         print(f"{'':>9} {'cpu s':>8} {'first ms':>9} {'last ms':>8} "

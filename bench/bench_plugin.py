@@ -2,7 +2,7 @@
 --leaks (default settings), in one run, as a ratio; then the same under
 pytest-xdist (-n 2) when it is installed.
 
-    python bench/bench_plugin.py [--kind fast|ordinary] [--tests N]
+    python bench/bench_plugin.py [--kind fast|ordinary|unittest] [--tests N]
                                  [--rounds 3] [--no-xdist]
 
 --kind fast (the default, 300 tests): sub-millisecond tests (arithmetic,
@@ -11,6 +11,9 @@ test shows most; the target is at most 2x.  --kind ordinary (100 tests):
 tests that each do about ten milliseconds of real work (JSON, regular
 expressions, sorting, a file in tmp_path, hashing, decimals), where the
 cost is in running the tests again; the target is at most 1.25x.
+--kind unittest (300 tests): unittest TestCase methods as fast as the
+fast kind (setUp, assertions), which must run once as often as
+functions do.
 
 Each configuration runs `rounds` times in a fresh pytest process; the
 figure is the fastest round.  Two ratios are printed: of pytest's own
@@ -135,8 +138,43 @@ class TestDecimal{n}:
 ''',
 )
 
+UNITTEST_HEADER = '''\
+import json
+import unittest
+
+'''
+
+# unittest TestCase methods: pytest runs each as an item of its class, the
+# TestCase made anew per method, setUp and the assertions of unittest.
+UNITTEST = (
+    '''
+class TestRecord{n}(unittest.TestCase):
+    def setUp(self):
+        self.data = [1, 2, {m}]
+
+    def test_sum(self):
+        self.assertEqual(sum(self.data), {m} + 3)
+
+    def test_json(self):
+        self.assertEqual(json.loads(json.dumps(self.data)), self.data)
+''',
+    '''
+class TestText{n}(unittest.TestCase):
+    def test_upper(self):
+        self.assertEqual("a{m}".upper(), "A{m}")
+''',
+)
+
 KINDS = {"fast": (HEADER, TEMPLATES, 300),
-         "ordinary": (ORDINARY_HEADER, ORDINARY, 100)}
+         "ordinary": (ORDINARY_HEADER, ORDINARY, 100),
+         "unittest": (UNITTEST_HEADER, UNITTEST, 300)}
+
+
+def _size(template):
+    """How many tests a template makes."""
+    if "parametrize" in template:
+        return 2
+    return max(1, template.count("def test_"))
 
 
 def generate(directory, tests, kind="fast", conftest=None):
@@ -147,9 +185,10 @@ def generate(directory, tests, kind="fast", conftest=None):
     count = n = 0
     while count < tests:
         template = templates[n % len(templates)]
-        size = 2 if "parametrize" in template else 1
+        size = _size(template)
         if count + size > tests:
-            template, size = templates[0], 1
+            template = next(t for t in templates if _size(t) == 1)
+            size = 1
         per_module[n % MODULES].append(template.format(n=n, m=n % 100))
         count += size
         n += 1
