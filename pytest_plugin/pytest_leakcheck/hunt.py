@@ -65,7 +65,7 @@ OPTED_OUT = pytest.StashKey[str]()        # on an item: why it is not hunted
 # allocate anew each run (log streams, stash entries) is not the test's leak.
 _HARNESS = (pytest_private.PYTEST_DIR, os.path.dirname(pluggy.__file__),
             os.path.dirname(__file__))
-HARNESS = pytest.StashKey[tuple]()      # on the config: harness()'s paths
+HARNESS_PATHS = pytest.StashKey[tuple]()    # on the config: harness()'s
 
 
 def harness(config):
@@ -78,7 +78,7 @@ def harness(config):
     traces, which in their hooks cost a diagnosis several times its own
     work.  The plugin's module alone, not its package: a library that
     ships a plugin (anyio, hypothesis) is code a test may leak in."""
-    paths = config.stash.get(HARNESS, None)
+    paths = config.stash.get(HARNESS_PATHS, None)
     if paths is None:
         paths = list(_HARNESS)
         try:
@@ -89,7 +89,7 @@ def harness(config):
             path = getattr(module, "__file__", None)
             if isinstance(path, str) and path not in paths:
                 paths.append(path)
-        paths = config.stash[HARNESS] = tuple(paths)
+        paths = config.stash[HARNESS_PATHS] = tuple(paths)
     return paths
 
 

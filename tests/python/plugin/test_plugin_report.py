@@ -7,9 +7,11 @@ import io
 import json
 import os
 import sys
+import types
 
 import pytest
 
+import leakcheck
 import leakcheck.report as lcreport
 from leakcheck import gate
 from pytest_leakcheck import report as reportmod
@@ -320,9 +322,6 @@ def test_the_summary_keeps_no_unread_probe_it_would_not_print():
     """Every record of a release build says refs was not read; the
     summary names a probe not compared only when this process reads it,
     so it keeps only those, not a dict per test."""
-    import types
-
-    import leakcheck
     state = session.State(types.SimpleNamespace(), None, {})
     info = {p.name: p for p in leakcheck.probes()}
     unreadable = next(name for name, p in info.items() if not p.available)
