@@ -407,7 +407,8 @@ class Series:
     `repeat` * 8 more runs, and is no leak when it stops.  The engine
     stops as soon as no probe can still leak: clean code costs `warmup` +
     1 or 2 measured runs.  The last warm-up run is read too: when it grew
-    nothing (no probe read less than before, none reached its threshold),
+    nothing (no probe read less than before, but py_bytes and native_bytes
+    by up to 32 bytes, glibc's chunk rounding; none reached its threshold),
     there was nothing to warm up, that run is the measured run
     (``warmup_measured``), and clean code costs `warmup` runs.
 

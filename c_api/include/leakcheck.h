@@ -214,8 +214,10 @@ typedef struct lc_series lc_series;
  * plus up to repeat * 8 more for a suspect whose growth dies out.
  * NULL on bad arguments or no memory.  When warmup >= 1, a snapshot is also
  * taken before the last warm-up run; if that run grew nothing (each probe
- * read at least as much as before and less than its threshold more), the
- * verdict is clean after it, with that run as the one measured run. */
+ * read at least as much as before and less than its threshold more; a
+ * probe that counts bytes may read up to 32 bytes less, what glibc's chunk
+ * rounding moves by when the same blocks are made again), the verdict is
+ * clean after it, with that run as the one measured run. */
 lc_series *lc_series_new(const char *name, int warmup, int repeat);
 void lc_series_free(lc_series *series);
 

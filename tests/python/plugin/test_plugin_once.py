@@ -14,6 +14,16 @@ import pytest
 RUNS_ONCE = sys.version_info >= (3, 11) and (
     not hasattr(sys, "gettotalrefcount") or sys.version_info < (3, 12))
 
+
+def _grew_nothing(rec):
+    """Whether a measured reported run read nothing: every probe 0, but
+    the probes that count bytes, which may read up to 32 bytes less (glibc
+    serves the same request with a chunk 16 bytes larger, now and then)."""
+    return all(d == [0] or (probe in ("py_bytes", "native_bytes")
+                            and -32 <= d[0] <= 0 and len(d) == 1)
+               for probe, d in rec["deltas"].items())
+
+
 ONCE = '''
 import logging
 
@@ -117,7 +127,7 @@ def test_a_clean_test_runs_once_and_a_leak_is_still_caught(
             missed.append(rec)
             continue
         assert rec["test_runs"] == 1 and rec["runs"] == 1, rec
-        assert all(d == [0] for d in rec["deltas"].values()), rec
+        assert _grew_nothing(rec), rec
     if RUNS_ONCE:
         assert len(missed) <= 1, missed
     # What a test printed is in its reports, which a stand-in could not
@@ -134,3 +144,40 @@ def test_a_clean_test_runs_once_and_a_leak_is_still_caught(
     result.stdout.fnmatch_lines(["*test_prints?0?*", "*Captured stdout call*",
                                  "said 0", "*test_prints?1?*",
                                  "*Captured stdout call*", "said 1"])
+
+
+# One-method unittest classes: pytest replaces its log capture's StringIO
+# in every phase, whose 1-byte buffer lands now in a 32-byte chunk of
+# glibc's, now in a 48-byte one, so that a clean test's reported run can
+# read 16 or 32 bytes less in py_bytes and native_bytes.  Some in every
+# few dozen did, and ran twice more.
+UNITTEST_CLASSES = "import unittest\n" + "".join(f'''
+
+class TestText{n}(unittest.TestCase):
+    def test_upper(self):
+        self.assertEqual("a{n}".upper(), "A{n}")
+''' for n in range(150))
+
+
+@pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
+                    "on, and on the 3.11 debug build")
+def test_unittest_methods_run_once_as_often_as_functions(pytester,
+                                                         read_report):
+    pytester.makepyfile(test_classes=UNITTEST_CLASSES)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:randomly")
+    result.assert_outcomes(passed=150)
+    _, recs = read_report()
+    # Past the session's first tests, which fill what is filled once (and
+    # but for a run that meets a resize of os.environ's dict, which
+    # PYTEST_CURRENT_TEST's deletion after each test leaves with a slot
+    # fewer: once a session), every one ran once.
+    missed = [rec for test_id, rec in recs.items()
+              if not rec["warmup_measured"] and
+              test_id not in (f"test_classes.py::TestText{n}::test_upper"
+                              for n in range(2))]
+    assert len(missed) <= 1, missed
+    for rec in recs.values():
+        assert rec["verdict"] == "clean", rec
+        if rec["warmup_measured"]:
+            assert rec["test_runs"] == 1 and _grew_nothing(rec), rec
