@@ -122,6 +122,28 @@ def _cases(work):
         ("regex RegexTests.test_hg_bugs (growth that dies out)",
          test_regex.RegexTests("test_hg_bugs").test_hg_bugs),
     ]
+    # zstandard's unittest classes (a package, tests/, importing its
+    # common module relatively), each with a clean twin of the same calls.
+    sys.path.insert(0, folder("zstandard-*"))
+    from tests import test_compressor_stream_writer as zwriter
+    from tests import test_decompressor_stream_writer as zdwriter
+    import zstandard
+
+    frame = zstandard.ZstdCompressor().compress(b"foo" * 1024)
+
+    def zstandard_decompress():     # the clean twin
+        zstandard.ZstdDecompressor().decompress(frame)
+
+    cases += [
+        ("zstandard TestCompressor_stream_writer.test_tarfile_compat",
+         zwriter.TestCompressor_stream_writer(
+             "test_tarfile_compat").test_tarfile_compat),
+        ("zstandard TestDecompressor_stream_writer.test_write_exception",
+         zdwriter.TestDecompressor_stream_writer(
+             "test_write_exception").test_write_exception),
+        ("zstandard ZstdDecompressor().decompress (clean twin)",
+         zstandard_decompress),
+    ]
     # The other msgpack and ujson verdicts: their tests take no fixture,
     # so each test function is the loop's body.
     sys.path[:0] = [os.path.join(folder("msgpack-*"), "test"),

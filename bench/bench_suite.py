@@ -47,6 +47,10 @@ RECIPES = {
               "regex/tests/test_regex.py"),
     "pyrsistent": ("pyrsistent==0.20.0", ["setup.py", "build_ext", "-i"], ".",
                    "tests"),
+    # unittest TestCase classes around a C extension (its bundled zstd is
+    # compiled too: a minute of build).
+    "zstandard": ("zstandard==0.25.0", ["setup.py", "build_ext", "-i"], ".",
+                  "tests"),
     # Pure Python, tested with pytest-asyncio (auto mode, their own ini).
     "aiosignal": ("aiosignal==1.4.0", ["-c", "pass"], ".", "tests"),
     "async-lru": ("async-lru==2.4.0", ["-c", "pass"], ".", "tests"),
