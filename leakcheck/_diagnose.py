@@ -16,11 +16,12 @@ oldest), so the scope's growth in objects has their types.
 import copy
 import gc
 import os
+import sys
 import threading
 import tracemalloc
 from typing import Any, Callable, Iterable, Optional, Union
 
-from . import _core
+from . import _core, _settle, cpython
 from ._evidence import Request, call
 from ._evidence.native import NativeAllocations
 from ._evidence.objects import (Garbage, RefCounts, TypeCensus,
@@ -253,6 +254,10 @@ def diagnose(run_once: Callable[[], object],
     in a temporary folder removed before returning; with `capture_dir`,
     the capture of the last re-runs is kept there (readable with
     ``memray flamegraph --leaks``) and its path is Diagnosis.capture.
+    From CPython 3.12 on, after such a trace the code loaded so far gets
+    the instrumentation data it would otherwise allocate when it next
+    runs for the first time (a block or more per code object, which a
+    later measurement would read as growth).
 
     `cheap` gathers less: tracemalloc keeps one frame per allocation, and
     memray runs only when the C heap alone grew (native_bytes and none
@@ -313,6 +318,10 @@ def diagnose(run_once: Callable[[], object],
     for kind in kinds:
         if failure is None:
             failure = kind.own_runs(run)
+    if any(getattr(kind, "traced", False) for kind in kinds):
+        # The code loaded so far is instrumented now (3.12 on), not in the
+        # first run of each after the trace: a later test's growth.
+        cpython.instrument_code(_settle.module_namespaces(sys.modules))
     if failure is not None:
         diagnosis.notes.append(f"re-running the code raised {failure}")
     if done and compared < runs:

@@ -114,15 +114,19 @@ class _Plan:
         self.modules = len(modules)
         self.clears = tuple(_resolve_clears(modules))
         self.abcs = tuple(weakref.ref(cls) for cls in _abcs(modules))
-        self.namespaces = tuple(
-            ns for ns in (getattr(m, "__dict__", None)
-                          for m in list(modules.values()))
-            if type(ns) is dict)
+        self.namespaces = module_namespaces(modules)
         # A byte per ABC and per namespace, set once settling found the
         # ABC's caches or the namespace's warning registry filled: what a
         # light settle() looks at.
         self.abcs_seen = bytearray(len(self.abcs))
         self.registries_seen = bytearray(len(self.namespaces))
+
+
+def module_namespaces(modules):
+    """The namespaces (dicts) of the modules of `modules` (sys.modules)."""
+    return tuple(ns for ns in (getattr(m, "__dict__", None)
+                               for m in list(modules.values()))
+                 if type(ns) is dict)
 
 
 def _abc_layout_known():

@@ -23,6 +23,14 @@ CPython release is read against this module alone.
   _only_immortal=True) walks all of them at every snapshot (a clean test
   cost 5.21 M instructions more than plain pytest on 3.13 that way, 2.30 M
   with the count: bench/bench_instructions.py).
+- Instrumentation after tracing (3.12 on): once anything has traced
+  (sys.settrace, sys.setprofile, a sys.monitoring tool; leakcheck's own
+  diagnosis runs memray's profile hook and the heap's line tracer), every
+  code object allocates its instrumentation data (a block or more, kept
+  as long as the code) the first time it runs from then on: a test's
+  reported run would read it as growth, and every clean test after a
+  session's first diagnosis ran twice more.  ``instrument_code()`` gives
+  it to the code already loaded, after leakcheck's own tracing.
 - ``logging.Logger.removeHandler()`` replaces the logger's list of
   handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
   earlier remove in place), told by what it does, not by the version:
@@ -152,6 +160,46 @@ def mark_code(namespaces):
     cache's threshold (see _Opcache); nothing elsewhere."""
     if _opcache is not None:
         _opcache.mark(namespaces)
+
+
+# sys.monitoring's tool ids no tool is assigned (0 debugger, 1 coverage,
+# 2 profiler, 5 optimizer): the one instrument_code() takes for a moment.
+_UNASSIGNED_TOOLS = (4, 3)
+# Ids of the module namespaces whose code instrument_code() has done.
+_instrumented = set()
+
+
+def instrument_code(namespaces):
+    """3.12 on: gives every code object reachable from `namespaces` (see
+    _code_objects) its instrumentation data now, which it would otherwise
+    allocate the first time it runs after a trace (see the module's
+    docstring): setting a tool's local events of a code object, even to
+    none, makes it.  For leakcheck's own tracing (a diagnosis); each
+    namespace once.  The tool id is taken for the moment and given back
+    (on 3.14 and later that makes the code already running look at its
+    instrumentation again, once: time, no memory); when both unassigned
+    ids are in use, nothing is done."""
+    global _instrumented
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return
+    todo = [ns for ns in namespaces if id(ns) not in _instrumented]
+    tool = next((t for t in _UNASSIGNED_TOOLS
+                 if monitoring.get_tool(t) is None), None)
+    if not todo or tool is None:
+        return
+    monitoring.use_tool_id(tool, "leakcheck")
+    try:
+        for code in _code_objects(todo):
+            try:
+                monitoring.set_local_events(tool, code, 0)
+            except ValueError:
+                pass
+    finally:
+        monitoring.free_tool_id(tool)
+    # The namespaces of today's modules only: a module gone since leaves
+    # no id behind for another one to be taken for.
+    _instrumented = {id(ns) for ns in namespaces}
 
 
 class _Opcache:

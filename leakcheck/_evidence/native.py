@@ -111,6 +111,7 @@ class NativeAllocations(Evidence):
         self.note = None
         self.tracemalloc = False    # tracemalloc's own memory outlived it
         self.lines = []             # heap_lines(), when memray named none
+        self.traced = False         # memray's or the line tracer's runs
         self.line_note = None
 
     def own_runs(self, run):
@@ -123,6 +124,7 @@ class NativeAllocations(Evidence):
             # (a cheap diagnosis traces one run: a line charged in it).
             runs = (self.request.runs if self.request.cheap
                     else max(2, self.request.runs))
+            self.traced = True
             self.lines, self.line_note, failure = heap_lines(
                 run, runs, ignored(self.request.ignore))
         return failure
@@ -145,6 +147,7 @@ class NativeAllocations(Evidence):
         try:
             try:
                 _memray_used = True
+                self.traced = True
                 python = _python_allocators(self.request.leaking)
                 # A cheap diagnosis has no run under a tracker of its own
                 # to compare with: one tracker start and capture less.

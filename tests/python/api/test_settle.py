@@ -366,3 +366,38 @@ def test_made_frames_cover_comprehensions_and_inner_functions():
     body([1, 2])
     after = leakcheck.snapshot(["blocks"])
     assert (after - before)["blocks"] == 0
+
+
+# ---- the instrumentation a code object makes after a trace (3.12 on)
+
+def _fresh_functions(count):
+    """A module-like namespace of `count` functions none has run yet."""
+    namespace = {}
+    exec("".join(f"def f{n}(x):\n    return [x, {n}]\n\n"
+                 for n in range(count)), namespace)
+    return namespace
+
+
+def _first_call_blocks(func):
+    before = leakcheck.snapshot(["blocks"])
+    func(1)
+    after = leakcheck.snapshot(["blocks"])
+    return (after - before)["blocks"]
+
+
+@pytest.mark.skipif(not hasattr(sys, "monitoring"),
+                    reason="before 3.12 tracing instruments no code")
+def test_code_instrumented_after_a_trace_runs_first_as_nothing():
+    """After a trace, a code object's first run allocates its
+    instrumentation data: a block its caller reads as growth.  Given it by
+    instrument_code() first, the code's first run reads as nothing."""
+    namespace = _fresh_functions(8)
+    sys.settrace(lambda *args: None)
+    sys.settrace(None)
+    assert _first_call_blocks(namespace["f0"]) > 0
+    cpython.instrument_code([namespace])
+    assert [_first_call_blocks(namespace[f"f{n}"]) for n in range(1, 8)] \
+        == [0] * 7
+    # The tool it took for the moment is free again.
+    assert all(sys.monitoring.get_tool(t) is None
+               for t in cpython._UNASSIGNED_TOOLS)

@@ -181,3 +181,40 @@ def test_unittest_methods_run_once_as_often_as_functions(pytester,
         assert rec["verdict"] == "clean", rec
         if rec["warmup_measured"]:
             assert rec["test_runs"] == 1 and _grew_nothing(rec), rec
+
+
+# A leak of the C heap first: its diagnosis traces (memray's profile hook,
+# or the heap's line tracer without memray).  From 3.12 on, a code object
+# that first runs after a trace allocates its instrumentation data then,
+# which each clean test's reported run read as growth: they all ran twice
+# more.  The diagnosis gives it to the code loaded already.
+AFTER_A_DIAGNOSIS = '''
+import ctypes
+import ctypes.util
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+
+
+def test_a_leak():
+    libc.malloc(64 * 1024)
+''' + "".join(f'''
+
+def test_clean_{n}():
+    assert [{n}] * 2 == [{n}, {n}]
+''' for n in range(20))
+
+
+@pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
+                    "on, and on the 3.11 debug build")
+def test_clean_tests_after_a_diagnosis_run_once(pytester, read_report):
+    pytester.makepyfile(test_after=AFTER_A_DIAGNOSIS)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:randomly")
+    result.assert_outcomes(passed=20, failed=1)
+    _, recs = read_report()
+    leak = recs.pop("test_after.py::test_a_leak")
+    assert leak["verdict"] == "leak", leak
+    assert leak["diagnosis"], leak
+    missed = [rec for rec in recs.values() if not rec["warmup_measured"]]
+    assert len(missed) <= 1, missed
