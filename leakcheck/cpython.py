@@ -188,7 +188,10 @@ def instrument_code(namespaces):
                  if monitoring.get_tool(t) is None), None)
     if not todo or tool is None:
         return
-    monitoring.use_tool_id(tool, "leakcheck")
+    try:
+        monitoring.use_tool_id(tool, "leakcheck")
+    except ValueError:          # another thread took it meanwhile
+        return
     try:
         for code in _code_objects(todo):
             try:
