@@ -4,12 +4,21 @@ through the session's State and its Report (journal included) as a
 session adds them; tracemalloc reads what stays held per test and the
 peak of the final write above that.
 
-    python bench/bench_plugin_memory.py [--tests 20000]
+    python bench/bench_plugin_memory.py [--tests 20000] [--sessions]
+
+--sessions measures a real session's instead: bench_plugin.py's fast
+clean tests, SMALL and LARGE of them, each run by pytest plain and with
+--leaks (a report written); at the session's end (after a collection)
+the run reads sys.getallocatedblocks() and its resident size.  What
+--leaks holds per test is the growth from the small suite to the large
+one, with --leaks less plain: what the plugin, pytest's own objects and
+whatever holds a test's reports keep of each test to the end.
 """
 
 import argparse
 import gc
 import os
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -19,6 +28,31 @@ import leakcheck
 import leakcheck.report as lcreport
 from pytest_leakcheck import report as reportmod
 from pytest_leakcheck import session as sessionmod
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_overhead import pytest_output  # noqa: E402
+from bench_plugin import generate  # noqa: E402
+
+SMALL, LARGE = 1000, 5000       # --sessions: the two suites' sizes
+
+# Read at the very end of the session: after every other
+# pytest_sessionfinish, the report written.
+SESSION_CONFTEST = '''\
+import gc
+import os
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    gc.collect()
+    with open("/proc/self/statm") as f:
+        resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    with open(os.environ["BENCH_MEMORY_OUT"], "w") as f:
+        f.write(f"{sys.getallocatedblocks()} {resident}")
+'''
 
 
 def clean_record(n):
@@ -39,10 +73,49 @@ def clean_record(n):
         hunt_costs=dict.fromkeys(lcreport.COST_CATEGORIES, 0.0001))
 
 
+def held_at_end(tests, leaks):
+    """(blocks, resident bytes) at the end of a session of `tests` fast
+    clean tests, run with --leaks (and a report) when `leaks`."""
+    with tempfile.TemporaryDirectory(prefix="leakcheck-memory-") as d:
+        generate(d, tests, conftest=SESSION_CONFTEST)
+        out = os.path.join(d, "held.txt")
+        os.environ["BENCH_MEMORY_OUT"] = out
+        args = (["--leaks", f"--leaks-report={os.path.join(d, 'r.json')}"]
+                if leaks else [])
+        pytest_output("bench_plugin_memory", d, sys.executable, args)
+        with open(out) as f:
+            blocks, resident = map(int, f.read().split())
+    return blocks, resident
+
+
+def sessions():
+    found = {}
+    for name in ("plain", "--leaks"):
+        for tests in (SMALL, LARGE):
+            found[name, tests] = held_at_end(tests, name == "--leaks")
+    print(f"held at the session's end, per test from {SMALL} to {LARGE} "
+          f"fast clean tests:")
+    per_test = {}
+    for name in ("plain", "--leaks"):
+        (b0, r0), (b1, r1) = found[name, SMALL], found[name, LARGE]
+        per_test[name] = ((b1 - b0) / (LARGE - SMALL),
+                          (r1 - r0) / (LARGE - SMALL))
+        print(f"  {name:8} {per_test[name][0]:6.1f} blocks, "
+              f"{per_test[name][1]:7.0f} bytes resident")
+    print(f"  --leaks adds {per_test['--leaks'][0] - per_test['plain'][0]:.1f}"
+          f" blocks and {per_test['--leaks'][1] - per_test['plain'][1]:.0f} "
+          f"resident bytes a test")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tests", type=int, default=20000)
-    n = p.parse_args().tests
+    p.add_argument("--sessions", action="store_true")
+    args = p.parse_args()
+    if args.sessions:
+        sessions()
+        return
+    n = args.tests
     folder = tempfile.mkdtemp()
     state = sessionmod.State(types.SimpleNamespace(), None, {})
     state.report = reportmod.Report(

@@ -411,12 +411,24 @@ class SessionHooks:
         if self.state.report is not None:
             self.state.report.start(nodeid, location)
 
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report):
         rec = getattr(report, "leakcheck", None)
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
             began = perrun.OUTSIDE.begin()
             self.state.add(rec)
             perrun.OUTSIDE.end(began)
+        try:
+            return (yield)
+        finally:
+            if rec is not None and not report.failed:
+                # Logged (sent to the controller, written by pytest's
+                # terminal and junitxml): the record lives on in the state
+                # and the report.  On the report, which pytest's terminal
+                # keeps to the session's end, it would hold some 2.8 KB
+                # a test; a failed one keeps it for the short test summary
+                # (pytest_report_teststatus reads it there again).
+                report.__dict__.pop("leakcheck", None)
 
     def pytest_runtest_logfinish(self, nodeid, location):
         if self.state.report is not None:

@@ -242,6 +242,42 @@ def test_xdist_controller_writes_one_merged_report(pytester, read_report,
     assert sorted(p.name for p in pytester.path.glob("*.json")) == ["r.json"]
 
 
+HELD = '''
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workerinput"):
+        return
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    held = sorted(f"{r.nodeid} {r.when}" for reports in tr.stats.values()
+                  for r in reports if "leakcheck" in vars(r))
+    with open("held.txt", "w") as f:
+        f.write("\\n".join(held))
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]],
+                         ids=["alone", "xdist"])
+def test_only_a_failed_report_keeps_its_record_once_logged(pytester,
+                                                           workers):
+    """pytest's terminal keeps every report to the session's end: a
+    passing test's record (some 2.8 KB) leaves its report once logged, so
+    that a session does not hold one per test; a failed test's stays, for
+    the short test summary that reads it again (LEAKED)."""
+    if workers:
+        pytest.importorskip("xdist")
+    pytester.makeconftest(HELD)
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           *workers)
+    result.assert_outcomes(passed=1, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["LEAKED test_mixed.py::test_leaks - *"])
+    assert (pytester.path / "held.txt").read_text().split("\n") == [
+        "test_mixed.py::test_fails call", "test_mixed.py::test_leaks call"]
+
+
 CRASH = '''
 import os
 
