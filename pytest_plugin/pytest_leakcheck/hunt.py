@@ -113,8 +113,7 @@ def protocol(item, nextitem):
             outside.end(began)
         return None
     began = outside.begin()
-    markers = settingsmod.closest_markers(item)
-    opted_out = settingsmod.opt_out_reason(item, markers)
+    opted_out = settingsmod.opt_out_reason(item)
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
         state.freezer.end()
@@ -124,7 +123,7 @@ def protocol(item, nextitem):
     now = outside.end(began)
     outside.paused = True           # the hunt counts its own (hunt_costs)
     try:
-        reports = hunt(item, nextitem, state, now, markers)
+        reports = hunt(item, nextitem, state, now)
     finally:
         outside.paused = False
     if reports is None:
@@ -183,13 +182,12 @@ class _Hunt:
                        outcome, **kw)
 
 
-def hunt(item, nextitem, state, now=None, markers=None):
+def hunt(item, nextitem, state, now=None):
     """Runs the reported run and the series; returns the reports to log,
     the one that carries the verdict holding it as `.leakcheck`, or None
     when pytest runs the test instead (bad settings: it errors in its
     setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
-    the CPU clock just taken, if any; `markers`: the item's
-    settings.closest_markers(), when read already."""
+    the CPU clock just taken, if any."""
     # First: what is made for this test must die unfrozen, where its death
     # is counted.  The series replaces dicts of its own while it runs (an
     # empty dict is tracked by the collector on CPython 3.14+): frozen,
@@ -200,7 +198,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
     costs = perrun.Costs(state.report, now)
     state.freezer.begin(item.config)
     costs.snapshots = costs.lap()
-    h = _start(item, nextitem, state, costs, markers)
+    h = _start(item, nextitem, state, costs)
     if h is None:
         return None
     reports, failure, error, run_time = _run_series(h)
@@ -220,7 +218,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
                    and outcome == "passed")
 
 
-def _start(item, nextitem, state, costs, markers=None):
+def _start(item, nextitem, state, costs):
     """The test's settings, series, runs and runner, made before the
     series' first snapshot; None (the reason in BAD_SETTINGS) when its
     settings are bad."""
@@ -230,8 +228,7 @@ def _start(item, nextitem, state, costs, markers=None):
     item.location
     costs.pytests_own(journaled)
     try:
-        settings = settingsmod.for_item(item, state.settings.defaults,
-                                        markers)
+        settings = settingsmod.for_item(item, state.settings.defaults)
         series = leakcheck.Series(
             warmup=settings.warmup, repeat=settings.repeat,
             probes=list(settings.probes), tolerance=settings.tolerance,

@@ -268,9 +268,11 @@ def pytest_report_teststatus(report, config):
     hunted test took, at -vv also the time they added."""
     if not isinstance(getattr(report, "leakcheck", None), dict):
         return None
-    # Not timed (perrun.OUTSIDE): a few lookups in the record, which cost
-    # less than the two readings of the clock around them would.
-    return terminal.teststatus(report, config)
+    began = perrun.OUTSIDE.begin()
+    try:
+        return terminal.teststatus(report, config)
+    finally:
+        perrun.OUTSIDE.end(began)
 
 
 @pytest.hookimpl(wrapper=True)
