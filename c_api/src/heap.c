@@ -85,7 +85,12 @@
  * each known layout of struct tcache_perthread_struct (below).  A
  * candidate is trusted only after a self-test: a chunk freed into a class
  * with room must become that class's list head and move its count by one
- * in the layout's direction, in three classes.  Elsewhere (an unknown layout, a heap not made by brk,
+ * in the layout's direction, in three classes (with a chunk of the class's
+ * own size: one a class larger, which malloc hands out when the remainder
+ * of the free chunk it takes would be too small to split off, is held
+ * aside meanwhile; taken for the test, it failed it, and the process read
+ * the heap the other way below, which reads growth of a chunk in runs
+ * that keep nothing).  Elsewhere (an unknown layout, a heap not made by brk,
  * a reading from another thread) every class of the calling thread's
  * cache is filled before each reading instead, so that it is in the same
  * state each time: which fails when malloc has no chunk of a class's
@@ -241,11 +246,25 @@ tcache_follows_free(const lc__tcache_layout *layout,
     size_t request = tcache_chunk(bin) - 8;
     void *volatile p = malloc(request);
     void *volatile room = NULL;
+    void *stray[LC__TCACHE_STRAYS];
     unsigned before;
-    int full, ok;
+    int full, ok, strays = 0;
 
-    if (p == NULL)
+    /* malloc hands out a chunk one class larger when the free chunk it
+     * takes would leave a remainder too small to split off: freed, that
+     * one goes to the larger class.  Such strays are held until a chunk
+     * of the class's own size comes, and freed after the test. */
+    while (p != NULL && chunk_size(p) != tcache_chunk(bin) &&
+           strays < LC__TCACHE_STRAYS) {
+        stray[strays++] = p;
+        p = malloc(request);
+    }
+    if (p == NULL || chunk_size(p) != tcache_chunk(bin)) {
+        free(p);
+        while (strays > 0)
+            free(stray[--strays]);
         return 0;
+    }
     full = layout->slots ? counts[bin] == 0 : counts[bin] >= layout->room;
     if (full)
         room = malloc(request);         /* taken from the full class      */
@@ -255,6 +274,8 @@ tcache_follows_free(const lc__tcache_layout *layout,
          (layout->slots ? before > 0 && counts[bin] == before - 1
                         : before < layout->room && counts[bin] == before + 1);
     free(room);
+    while (strays > 0)
+        free(stray[--strays]);
     return ok;
 }
 
