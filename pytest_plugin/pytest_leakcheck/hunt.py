@@ -113,7 +113,8 @@ def protocol(item, nextitem):
             outside.end(began)
         return None
     began = outside.begin()
-    opted_out = settingsmod.opt_out_reason(item)
+    markers = settingsmod.closest_markers(item)
+    opted_out = settingsmod.opt_out_reason(item, markers)
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
         state.freezer.end()
@@ -123,7 +124,7 @@ def protocol(item, nextitem):
     now = outside.end(began)
     outside.paused = True           # the hunt counts its own (hunt_costs)
     try:
-        reports = hunt(item, nextitem, state, now)
+        reports = hunt(item, nextitem, state, now, markers)
     finally:
         outside.paused = False
     if reports is None:
@@ -182,12 +183,13 @@ class _Hunt:
                        outcome, **kw)
 
 
-def hunt(item, nextitem, state, now=None):
+def hunt(item, nextitem, state, now=None, markers=None):
     """Runs the reported run and the series; returns the reports to log,
     the one that carries the verdict holding it as `.leakcheck`, or None
     when pytest runs the test instead (bad settings: it errors in its
     setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
-    the CPU clock just taken, if any."""
+    the CPU clock just taken, if any; `markers`: the item's
+    settings.closest_markers(), when read already."""
     # First: what is made for this test must die unfrozen, where its death
     # is counted.  The series replaces dicts of its own while it runs (an
     # empty dict is tracked by the collector on CPython 3.14+): frozen,
@@ -198,7 +200,7 @@ def hunt(item, nextitem, state, now=None):
     costs = perrun.Costs(state.report, now)
     state.freezer.begin(item.config)
     costs.snapshots = costs.lap()
-    h = _start(item, nextitem, state, costs)
+    h = _start(item, nextitem, state, costs, markers)
     if h is None:
         return None
     reports, failure, error, run_time = _run_series(h)
@@ -218,7 +220,7 @@ def hunt(item, nextitem, state, now=None):
                    and outcome == "passed")
 
 
-def _start(item, nextitem, state, costs):
+def _start(item, nextitem, state, costs, markers=None):
     """The test's settings, series, runs and runner, made before the
     series' first snapshot; None (the reason in BAD_SETTINGS) when its
     settings are bad."""
@@ -228,7 +230,8 @@ def _start(item, nextitem, state, costs):
     item.location
     costs.pytests_own(journaled)
     try:
-        settings = settingsmod.for_item(item, state.settings.defaults)
+        settings = settingsmod.for_item(item, state.settings.defaults,
+                                        markers)
         series = leakcheck.Series(
             warmup=settings.warmup, repeat=settings.repeat,
             probes=list(settings.probes), tolerance=settings.tolerance,

@@ -47,13 +47,29 @@ NOT_REPEATABLE_LINE = (
 
 # marker -> the words the report's reason starts with
 OPT_OUTS = {OPT_OUT: "marked leaky", NOT_REPEATABLE: "marked not repeatable"}
+_OWN_MARKERS = frozenset((MARKER, *OPT_OUTS))
 
 
-def opt_out_reason(item):
+def closest_markers(item):
+    """{name: the closest marker of that name} of the plugin's own markers
+    on `item` (noleak, leaky, not_repeatable), from one walk of its
+    markers: get_closest_marker() walks them all for each name, and a test
+    marked with none is the common case."""
+    found = {}
+    for marker in item.iter_markers():
+        name = marker.name
+        if name in _OWN_MARKERS and name not in found:
+            found[name] = marker
+    return found
+
+
+def opt_out_reason(item, markers=None):
     """Why `item` is not to be hunted (its leaky or not_repeatable marker),
-    or None."""
+    or None; `markers`: closest_markers(item), when read already."""
+    if markers is None:
+        markers = closest_markers(item)
     for name, words in OPT_OUTS.items():
-        marker = item.get_closest_marker(name)
+        marker = markers.get(name)
         if marker is not None:
             reason = marker.kwargs.get("reason", marker.args[0]
                                        if marker.args else None)
@@ -438,10 +454,12 @@ def check_dump_dir(path, where):
             value=path, reason=e.strerror or e)) from None
 
 
-def for_item(item, defaults):
+def for_item(item, defaults, markers=None):
     """The Settings of one test: its closest noleak marker's arguments over
-    `defaults`; BadValue naming the marker on a bad argument."""
-    marker = item.get_closest_marker(MARKER)
+    `defaults`; BadValue naming the marker on a bad argument.  `markers`:
+    closest_markers(item), when read already."""
+    marker = (item.get_closest_marker(MARKER) if markers is None
+              else markers.get(MARKER))
     if marker is None:
         return defaults
     where = WHERE_MARKER.format(nodeid=item.nodeid)
