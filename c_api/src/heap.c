@@ -85,12 +85,12 @@
  * each known layout of struct tcache_perthread_struct (below).  A
  * candidate is trusted only after a self-test: a chunk freed into a class
  * with room must become that class's list head and move its count by one
- * in the layout's direction, in three classes (with a chunk of the class's
- * own size: one a class larger, which malloc hands out when the remainder
- * of the free chunk it takes would be too small to split off, is held
- * aside meanwhile; taken for the test, it failed it, and the process read
- * the heap the other way below, which reads growth of a chunk in runs
- * that keep nothing).  Elsewhere (an unknown layout, a heap not made by brk,
+ * in the layout's direction, in three classes (or in the class of the
+ * chunk malloc hands out, which is one class larger than asked when the
+ * remainder of the free chunk it takes would be too small to split off:
+ * taken for the class asked, it failed the test, and the process read the
+ * heap the other way below, which reads growth of a chunk in runs that
+ * keep nothing).  Elsewhere (an unknown layout, a heap not made by brk,
  * a reading from another thread) every class of the calling thread's
  * cache is filled before each reading instead, so that it is in the same
  * state each time: which fails when malloc has no chunk of a class's
@@ -237,45 +237,38 @@ brk_heap_start(void)
 }
 
 /* Whether freeing a chunk of `bin`'s size puts it at the head of that
- * class in the cache found, its count moved by one the layout's way. */
+ * class in the cache found, its count moved by one the layout's way.
+ * malloc hands out a chunk one class larger than asked when the free
+ * chunk it takes would leave a remainder too small to split off (a heap
+ * can hold hundreds of those): freed, it goes to its own class, which is
+ * then the class tested. */
 static int
 tcache_follows_free(const lc__tcache_layout *layout,
                     const volatile uint16_t *counts,
                     void *const volatile *heads, size_t bin)
 {
-    size_t request = tcache_chunk(bin) - 8;
-    void *volatile p = malloc(request);
+    void *volatile p = malloc(tcache_chunk(bin) - 8);
     void *volatile room = NULL;
-    void *stray[LC__TCACHE_STRAYS];
     unsigned before;
-    int full, ok, strays = 0;
+    int full, ok;
 
-    /* malloc hands out a chunk one class larger when the free chunk it
-     * takes would leave a remainder too small to split off: freed, that
-     * one goes to the larger class.  Such strays are held until a chunk
-     * of the class's own size comes, and freed after the test. */
-    while (p != NULL && chunk_size(p) != tcache_chunk(bin) &&
-           strays < LC__TCACHE_STRAYS) {
-        stray[strays++] = p;
-        p = malloc(request);
-    }
-    if (p == NULL || chunk_size(p) != tcache_chunk(bin)) {
+    if (p == NULL)
+        return 0;
+    if (chunk_size(p) < tcache_chunk(0) ||
+        (chunk_size(p) - tcache_chunk(0)) / 16 >= layout->bins) {
         free(p);
-        while (strays > 0)
-            free(stray[--strays]);
         return 0;
     }
+    bin = (chunk_size(p) - tcache_chunk(0)) / 16;
     full = layout->slots ? counts[bin] == 0 : counts[bin] >= layout->room;
-    if (full)
-        room = malloc(request);         /* taken from the full class      */
+    if (full)                           /* taken from the full class      */
+        room = malloc(tcache_chunk(bin) - 8);
     before = counts[bin];
     free(p);
     ok = heads[bin] == p &&
          (layout->slots ? before > 0 && counts[bin] == before - 1
                         : before < layout->room && counts[bin] == before + 1);
     free(room);
-    while (strays > 0)
-        free(stray[--strays]);
     return ok;
 }
 
