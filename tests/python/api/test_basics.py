@@ -171,7 +171,8 @@ print({p.name: p for p in leakcheck.probes()}["native_bytes"].doc)
 @pytest.mark.skipif(not (2, 30) <= (_glibc() or (0,)) <= (2, 43),
                     reason="glibc's per-thread cache has a known layout on "
                            "glibc 2.30 to 2.43 only")
-def test_the_malloc_cache_is_found_when_malloc_hands_out_a_larger_chunk():
+def test_the_malloc_cache_is_found_when_malloc_hands_out_a_larger_chunk(
+        tmp_path):
     """malloc hands out a free chunk one class larger than asked when the
     remainder would be too small to split off.  The cache's self-test
     took such a chunk for its class's and failed (the process then filled
@@ -181,8 +182,11 @@ def test_the_malloc_cache_is_found_when_malloc_hands_out_a_larger_chunk():
     info = {p.name: p for p in leakcheck.probes()}["native_bytes"]
     if "mallinfo2" not in info.doc:
         pytest.skip(f"native_bytes reads another allocator here: {info.doc}")
+    # Run from elsewhere: from the checkout, the source tree would shadow
+    # the installed package.
     out = subprocess.run([sys.executable, "-c", _LARGER_FREE_CHUNKS],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert "malloc cache" in out, out
 
 
