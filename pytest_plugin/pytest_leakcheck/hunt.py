@@ -261,17 +261,17 @@ def _start(item, nextitem, state, costs, markers=None):
 @contextlib.contextmanager
 def _pytests_setup(runs, costs, freezer, config):
     """The runner's `timed`: where it sets up the test's wider fixtures
-    before the reported run.  Under the test's time limit, as in its setup
-    phase, and counted as the reported run's: pytest's setup would have
-    made them, so the time is not what leakcheck added.  What they made
-    is frozen after, when it is much (the freezer's after_setup)."""
-    costs.lap()
-    journaled = costs.journaled()
+    before the reported run, under the test's time limit, as in its setup
+    phase.  What the fixtures' setup takes (the runner's pytests_seconds)
+    is counted as the reported run's: pytest's setup would have made them.
+    The phase around them is leakcheck's: the test's own setup phase has
+    one too.  What they made is frozen after, when it is much (the
+    freezer's after_setup)."""
     try:
         with runs.unmeasured():
             yield
     finally:
-        costs.pytests_own(journaled)
+        costs.lap()
         if freezer.after_setup(config):
             costs.snapshots += costs.lap()
 
@@ -471,12 +471,12 @@ def _finish(h, reports, call, rec, judged):
         cpu = time.process_time()
         with h.runs.unmeasured() if alone else h.runs.run():
             reports, final_failure = h.runner.finish(reports, alone)
-        # The teardown phase alone is the reported run's, which pytest
-        # would have run too.
-        if alone:
-            h.costs.reported += time.process_time() - cpu
-        else:
+        # The teardown phase alone is leakcheck's, but for the wider
+        # fixtures' teardown, which pytest's teardown phase of the test
+        # would have run.
+        if not alone:
             h.costs.extra_runs += time.process_time() - cpu
+    h.costs.reported += h.runner.pytests_seconds
     if final_failure is not None and judged:
         # The extra run that tears down wider fixtures failed: the test
         # does not pass every run, as a failed measured run would show.

@@ -52,6 +52,7 @@ import os
 import pathlib
 import shutil
 import sys
+import time
 import types
 import warnings
 
@@ -511,6 +512,42 @@ def note_shared_fixture(session, fixturedef):
         shared[id(fixturedef)] = fixturedef
 
 
+def _forget_finished_fixtures(shared):
+    """Lets go of the shared fixtures noted (note_shared_fixture) that are
+    not set up and hold no finalizer: kept, every test would look at every
+    module's and class's fixture of the session so far (a unittest suite
+    has one per class), a cost that grows with the suite.  A fixture set
+    up again is noted again by pytest_fixture_setup."""
+    gone = [key for key, fd in shared.items()
+            if getattr(fd, "cached_result", None) is None
+            and not pytest_private.finalizers(fd)]
+    for key in gone:
+        del shared[key]
+
+
+class _Spent:
+    __slots__ = ("seconds",)
+
+    def __init__(self):
+        self.seconds = float(0)
+
+
+class _TimedFinalizer:
+    """A finalizer on pytest's setup stack that counts its CPU seconds."""
+
+    __slots__ = ("fin", "spent")
+
+    def __init__(self, fin, spent):
+        self.fin, self.spent = fin, spent
+
+    def __call__(self):
+        began = time.process_time()
+        try:
+            return self.fin()
+        finally:
+            self.spent.seconds += time.process_time() - began
+
+
 class ItemRunner:
     """Runs `item`: once as its reported run, then again as often as the
     series asks, and finally tears down what `nextitem` does not need.
@@ -533,9 +570,15 @@ class ItemRunner:
         self._parent = item.parent
         self._sections = 0
         self._properties = 0
+        # The CPU seconds of pytest's own work (the wider fixtures' setup
+        # and teardown) in the phases the runner adds to the test's: the
+        # rest of those phases is leakcheck's.
+        self.pytests_seconds = float(0)
         # Made now, before the snapshot that precedes the reported run, so
         # that what the runner keeps is not that run's growth: the shared
-        # fixtures this item uses.
+        # fixtures this item uses, and none that is finished.
+        _forget_finished_fixtures(
+            item.session.stash.setdefault(_SHARED_FIXTURES, {}))
         for fds in pytest_private.fixture_defs(item).values():
             for fd in fds:
                 note_shared_fixture(item.session, fd)
@@ -729,8 +772,12 @@ class ItemRunner:
                 if not _before_fixtures(item.ihook.pytest_runtest_setup,
                                         item):
                     return
-                for name in names:
-                    pytest_private.getfixturevalue(item, name)
+                began = time.process_time()
+                try:
+                    for name in names:
+                        pytest_private.getfixturevalue(item, name)
+                finally:
+                    self.pytests_seconds += time.process_time() - began
         except BaseException as e:
             # The setup phase raises it again (a fixture's outcome is
             # cached), or does what is left.
@@ -938,6 +985,26 @@ class ItemRunner:
                         self.item.ihook.pytest_runtest_teardown) and \
             pytest_private.logging_teardown_known(self.item.config)
 
+    def _time_finalizers(self, nextitem):
+        """The finalizers of the nodes that tearing down for `nextitem` pops
+        off pytest's setup stack (the wider fixtures' teardown), each made
+        to count its CPU seconds in the _Spent returned."""
+        spent = _Spent()
+        stack = pytest_private.setup_stack(self.item.session)
+        if stack is None:
+            return spent
+        needed = nextitem.listchain() if nextitem is not None else []
+        nodes = list(stack)
+        kept = 0
+        while kept < min(len(nodes), len(needed)) and \
+                nodes[kept] is needed[kept]:
+            kept += 1
+        for node in nodes[kept:]:
+            fins = pytest_private.stack_finalizers(stack, node)
+            for i, fin in enumerate(fins or ()):
+                fins[i] = _TimedFinalizer(fin, spent)
+        return spent
+
     def _tear_down_alone(self, reports):
         item = self.item
         # What pytest's log capture made in the setup and deletes in the
@@ -948,12 +1015,15 @@ class ItemRunner:
         none = getattr(item, "funcargs", {}) is None
         if none:
             item.funcargs = {}
+        nextitem = self._next_for_teardown()
+        spent = self._time_finalizers(nextitem)
         try:
             final = call_and_report(item, "teardown", interact=True,
-                                    nextitem=self._next_for_teardown())
+                                    nextitem=nextitem)
         finally:
             if none:
                 item.funcargs = None
+            self.pytests_seconds += spent.seconds
         self.torn_down = True
         return _replace_teardown(reports, final), None
 

@@ -108,11 +108,16 @@ import pytest
 
 SPIN = 1.0      # CPU seconds
 
-@pytest.fixture(scope="module")
-def slow():
+def spin():
     began = time.process_time()
     while time.process_time() - began < SPIN:
         pass
+
+@pytest.fixture(scope="module")
+def slow():
+    spin()
+    yield
+    spin()
 
 def test_first(slow):
     pass
@@ -122,8 +127,9 @@ def test_first(slow):
 def test_a_shared_fixture_set_up_before_the_reported_run_is_not_its_cost(
         pytester, read_report):
     # The runner sets the module's fixture up before the reported run's
-    # snapshot: pytest's setup would have, so its 1 s of CPU is neither
-    # the hunt's bookkeeping nor the seconds it added.  Its own work for
+    # snapshot, and tears it down after its last snapshot: pytest's setup
+    # and teardown would have, so their 1 s of CPU each is neither the
+    # hunt's bookkeeping nor the seconds it added.  Its own work for
     # a test that passes, the session's first collection included, is a
     # small part of that, on a debug build too.
     pytester.makepyfile(test_slow=SLOW_SHARED_FIXTURE)
