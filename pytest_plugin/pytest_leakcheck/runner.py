@@ -25,8 +25,8 @@ growth is measured:
   by then, and one accumulates per run);
 - a doctest's globals, which the doctest runner clears after each run, are
   put back before the next;
-- a hypothesis @given test's extra runs draw the same examples every time
-  (_SameExamples);
+- a hypothesis @given test's extra runs draw the same examples every time,
+  and a RuleBasedStateMachine's TestCase the same steps (_SameExamples);
 - the tmp_path directory of an extra run is removed after it;
 - reports logged from inside an extra run are dropped: pytest logs a
   subtest's report (unittest's subTest, the subtests fixture) as soon as
@@ -351,12 +351,15 @@ class _SameExamples:
     derandomize=True and no example database (no replayed failures, no
     writes), no deadline and no health checks (the runs are measured, and
     a diagnosis traces them: they are slower than the test's own).  The
-    reported run keeps the test's own settings."""
+    reported run keeps the test's own settings.  A RuleBasedStateMachine's
+    TestCase, whose runTest runs the machine with its class's `settings`,
+    has those swapped instead."""
 
-    __slots__ = ("func", "own", "fixed")
+    __slots__ = ("holder", "name", "own", "fixed")
 
-    def __init__(self, func, own, fixed):
-        self.func, self.own, self.fixed = func, own, fixed
+    def __init__(self, holder, name, own, fixed):
+        self.holder, self.name = holder, name
+        self.own, self.fixed = own, fixed
 
     @classmethod
     def of(cls, item):
@@ -366,7 +369,14 @@ class _SameExamples:
                        getattr(item, "obj", None))
         if not getattr(func, "is_hypothesis_test", False):
             return None
-        own = getattr(func, "_hypothesis_internal_use_settings", None)
+        if getattr(func, "_hypothesis_state_machine_class", None) \
+                is not None:
+            holder, name = getattr(item, "cls", None), "settings"
+            own = vars(holder).get(name) if isinstance(holder, type) \
+                else None
+        else:
+            holder, name = func, "_hypothesis_internal_use_settings"
+            own = getattr(func, name, None)
         hypothesis = sys.modules.get("hypothesis")
         if own is None or hypothesis is None:
             return None
@@ -376,13 +386,13 @@ class _SameExamples:
                 suppress_health_check=list(hypothesis.HealthCheck))
         except Exception:
             return None
-        return cls(func, own, fixed)
+        return cls(holder, name, own, fixed)
 
     def fix(self):
-        self.func._hypothesis_internal_use_settings = self.fixed
+        setattr(self.holder, self.name, self.fixed)
 
     def restore(self):
-        self.func._hypothesis_internal_use_settings = self.own
+        setattr(self.holder, self.name, self.own)
 
 
 def _replace_teardown(reports, final):

@@ -67,3 +67,63 @@ def test_a_real_leak_in_a_given_test_is_still_caught(pytester):
                                            "--leaks-diagnose=off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["LEAKED test_memo.py::test_leaks_per_example*"])
+
+
+MACHINES = '''
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+
+_MEMO = {}
+_KEPT = []
+
+
+class Memo(RuleBasedStateMachine):
+    """Fills a memo keyed by what it draws: new examples, new entries."""
+
+    @rule(x=st.integers(0, 10**9))
+    def square(self, x):
+        with open("examples.log", "a") as f:
+            f.write(f"{x}\\n")
+        if x not in _MEMO:
+            _MEMO[x] = [x * x]
+        assert _MEMO[x] == [x * x]
+
+
+class Keeps(RuleBasedStateMachine):
+    @rule(s=st.text())
+    def keep(self, s):
+        _KEPT.append([s])
+
+
+TestMemo = Memo.TestCase
+TestMemo.settings = settings(max_examples=20, stateful_step_count=5)
+TestKeeps = Keeps.TestCase
+TestKeeps.settings = settings(max_examples=5, stateful_step_count=5)
+'''
+
+
+def test_a_state_machine_is_judged_on_the_same_examples(pytester,
+                                                         read_report):
+    """A RuleBasedStateMachine's TestCase runs the machine with its
+    class's settings: its extra runs draw the same steps each time, so a
+    memo keyed by them fills once, and a leak per step is still caught."""
+    pytester.makepyfile(test_machines=MACHINES)
+    pytester.makeconftest('''
+import sys
+
+
+def pytest_sessionfinish(session):
+    settings = sys.modules["test_machines"].TestMemo.settings
+    with open("after.log", "w") as f:
+        f.write(f"{settings.derandomize} {settings.max_examples}")
+''')
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "--leaks-diagnose=off",
+        "-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    _, tests = read_report()
+    assert tests["test_machines.py::TestMemo::runTest"]["verdict"] == \
+        "clean", tests
+    assert tests["test_machines.py::TestKeeps::runTest"]["verdict"] == "leak"
+    # The class's own settings are back after the hunt.
+    assert (pytester.path / "after.log").read_text() == "False 20"
