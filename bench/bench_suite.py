@@ -11,7 +11,9 @@ network (pip download) and a compiler; run it with the Python that has
 leakcheck installed (the venv scripts/setup makes).  For each project it
 prints the tests, pytest's session time plain and with --leaks (best of
 `rounds`, each in a fresh pytest process) and their ratio, the runs per
-checked test (its own included) and how many ran once, and every test with
+checked test (its own included) and how many ran once, the tests that
+fail or error under --leaks but not plain (none, unless leakcheck broke
+them: a leak verdict is not counted there), and every test with
 a leak verdict and the probes that grew: check each of those without
 leakcheck (a bare loop of the test's body watching sys.getallocatedblocks()
 or the C heap, bench/bare_loops.py) before calling it a leak.
@@ -118,6 +120,15 @@ def run(folder, pythonpath, tests, args):
     return float(found[-1]), proc.stdout
 
 
+FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+
+
+def _failed(output):
+    """The test ids pytest's short summary (-rfE) names as failed or in
+    error."""
+    return set(FAILED_LINE.findall(output))
+
+
 def bench(work, name, rounds, extra=()):
     _, _, pythonpath, tests = RECIPES[name]
     if name not in ASYNC_SUITES:
@@ -128,10 +139,14 @@ def bench(work, name, rounds, extra=()):
         tests = ["-o", "asyncio_default_fixture_loop_scope=function", tests]
     folder = prepare(work, name)
     report = os.path.join(work, f"{name}-leaks.json")
-    plain = min(run(folder, pythonpath, tests, [])[0] for _ in range(rounds))
-    leaks = min(run(folder, pythonpath, tests,
-                    ["--leaks", f"--leaks-report={report}", *extra])[0]
-                for _ in range(rounds))
+    plain_runs = [run(folder, pythonpath, tests, ["-rfE"])
+                  for _ in range(rounds)]
+    leaks_runs = [run(folder, pythonpath, tests,
+                      ["-rfE", "--leaks", f"--leaks-report={report}",
+                       *extra])
+                  for _ in range(rounds)]
+    plain = min(seconds for seconds, _ in plain_runs)
+    leaks = min(seconds for seconds, _ in leaks_runs)
     with open(report, encoding="utf-8") as f:
         records = json.load(f)["tests"]
     checked = [t for t in records if t["verdict"] in ("clean", "leak")]
@@ -146,6 +161,15 @@ def bench(work, name, rounds, extra=()):
           f"{sum(1 for r in runs if r == 1)} of {len(checked)} ran once")
     print(f"  {len(leaking)} leak verdicts, {len(errors)} errors (tests "
           f"that failed or errored)")
+    # A test that fails or errors with --leaks and not without, for a
+    # reason other than its leak verdict, is leakcheck's fault.
+    failed_plain = set().union(*(_failed(out) for _, out in plain_runs))
+    leak_ids = {t["id"] for t in leaking}
+    only = sorted(set().union(*(_failed(out) for _, out in leaks_runs))
+                  - failed_plain - leak_ids)
+    print(f"  {len(failed_plain)} failed or errored plain; "
+          f"{len(only)} only under --leaks"
+          + "".join(f"\n  ONLY UNDER --leaks {i}" for i in only))
     for t in leaking:
         grew = "; ".join(
             f"{p} " + " ".join(f"{d:+d}" for d in t["deltas"][p])
