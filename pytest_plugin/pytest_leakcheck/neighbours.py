@@ -9,6 +9,8 @@ shape is not the one known.
   before: reruns() says whether it would rerun an item.
 - pytest-benchmark's fixture appends one result per run to a session list
   its table is made from: harness_lists().
+- pytest-asyncio's async test items name their event loop runner fixture
+  in their first setup: preset_async_item().
 - Hook implementations of pytest_runtest_setup/teardown that do nothing
   which depends on the run they are called in (they reseed, or check a
   marker): the runner treats them as pytest's own, and keeps its fast
@@ -78,3 +80,25 @@ def harness_lists(config):
     bench = getattr(getattr(config, "_benchmarksession", None),
                     "benchmarks", None)
     return [bench] if type(bench) is list else []
+
+
+def preset_async_item(item):
+    """pytest-asyncio (1.x): the setup of an async test's item
+    (PytestAsyncioFunction) appends the name of its event loop runner
+    fixture, `_<loop scope>_scoped_runner`, to item.fixturenames the first
+    time, and caches the loop scope (a cached_property) in the item.  Done
+    now, before the snapshot that precedes the reported run, that run finds
+    both made, as every later run does.  Nothing for an item of another
+    shape."""
+    if not getattr(type(item), "__module__", "").startswith("pytest_asyncio"):
+        return
+    names = getattr(item, "fixturenames", None)
+    try:
+        scope = item._loop_scope
+    except Exception:
+        return
+    if not isinstance(scope, str) or not isinstance(names, list):
+        return
+    name = f"_{scope}_scoped_runner"
+    if name not in names:
+        names.append(name)

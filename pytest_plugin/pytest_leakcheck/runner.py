@@ -641,6 +641,7 @@ class ItemRunner:
         that precedes it (see the class)."""
         item = self.item
         preset_neighbour_hooks(item, self.nextitem)
+        neighbours.preset_async_item(item)
         pytest_private.check_node_types(item)
         if self._preset_collectors():
             self._set_up_shared(timed)

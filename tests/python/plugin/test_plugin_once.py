@@ -218,3 +218,47 @@ def test_clean_tests_after_a_diagnosis_run_once(pytester, read_report):
     assert leak["diagnosis"], leak
     missed = [rec for rec in recs.values() if not rec["warmup_measured"]]
     assert len(missed) <= 1, missed
+
+
+ASYNC_TESTS = '''
+import asyncio
+
+import pytest
+
+_KEPT = []
+
+
+@pytest.mark.parametrize("n", range(30))
+async def test_clean(n):
+    await asyncio.sleep(0)
+    assert n >= 0
+
+
+async def test_leaky():
+    await asyncio.sleep(0)
+    _KEPT.append([])
+'''
+
+
+@pytest.mark.async_plugins
+@pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
+                    "on, and on the 3.11 debug build")
+def test_async_tests_run_once_as_often_as_functions(pytester, read_report):
+    """pytest-asyncio's item names its event loop runner fixture in its
+    first setup: made before the reported run (neighbours.py), a clean
+    async test's reported run grows nothing, as a function's."""
+    pytest.importorskip("pytest_asyncio")
+    pytester.makepyfile(test_async=ASYNC_TESTS)
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "--leaks-diagnose=off",
+        "-p", "no:randomly", "-p", "no:anyio", "-p", "no:trio",
+        "-o", "asyncio_mode=auto",
+        "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=30, failed=1)
+    _, recs = read_report()
+    assert recs["test_async.py::test_leaky"]["verdict"] == "leak"
+    clean = [rec for test_id, rec in recs.items() if "clean" in test_id]
+    assert all(rec["verdict"] == "clean" for rec in clean), clean
+    # Past the first, which sets the loop's machinery up for the session.
+    missed = [rec for rec in clean[1:] if rec["test_runs"] != 1]
+    assert len(missed) <= 1, missed
