@@ -535,6 +535,19 @@ def _forget_finished_fixtures(shared):
         del shared[key]
 
 
+def _popped(stack, nextitem):
+    """The nodes on pytest's setup stack that tearing down for `nextitem`
+    (None: the session's end) pops, as SetupState.teardown_exact() finds
+    them: those past the part of the stack `nextitem`'s chain shares."""
+    needed = nextitem.listchain() if nextitem is not None else []
+    nodes = list(stack)
+    kept = 0
+    while kept < min(len(nodes), len(needed)) and \
+            nodes[kept] is needed[kept]:
+        kept += 1
+    return nodes[kept:]
+
+
 class _Spent:
     __slots__ = ("seconds",)
 
@@ -959,13 +972,7 @@ class ItemRunner:
         stack = pytest_private.setup_stack(self.item.session)
         if nextitem is None or stack is None:
             return False
-        needed = nextitem.listchain()
-        nodes = list(stack)
-        kept = 0
-        while kept < min(len(nodes), len(needed)) and \
-                nodes[kept] is needed[kept]:
-            kept += 1
-        for node in nodes[kept:]:
+        for node in _popped(stack, nextitem):
             fins = pytest_private.stack_finalizers(stack, node)
             if fins is None or len(fins) > 1:
                 return False
@@ -1004,13 +1011,7 @@ class ItemRunner:
         stack = pytest_private.setup_stack(self.item.session)
         if stack is None:
             return spent
-        needed = nextitem.listchain() if nextitem is not None else []
-        nodes = list(stack)
-        kept = 0
-        while kept < min(len(nodes), len(needed)) and \
-                nodes[kept] is needed[kept]:
-            kept += 1
-        for node in nodes[kept:]:
+        for node in _popped(stack, nextitem):
             fins = pytest_private.stack_finalizers(stack, node)
             for i, fin in enumerate(fins or ()):
                 fins[i] = _TimedFinalizer(fin, spent)
