@@ -7,12 +7,14 @@ alike, with a hybrid stack: the native frames, symbolized by memray, with
 the Python frames in their place.  What it calls leaked is what was not
 freed when tracking stopped, which includes what a run replaces every
 time (the last copy) and what a first use fills once.  So the code runs
-under two trackers, one run under the first and `k` (at least 2) under
-the second: a site grows per run by (second - first) / (k - 1), and
-only sites that leaked under the first and grew by a block per run under
-the second are kept.  A cheap diagnosis (memray only when the C heap
-alone grew) runs the `k` runs under one tracker alone and keeps the
-sites that left at least a block in each.
+`k` times (at least 2) under a tracker, then once under another: a site
+grows per run by (k runs - one run) / (k - 1), and only sites that
+leaked under the one run and grew by a block per run under the `k` are
+kept.  The one run is made only when a site kept at least `k` blocks
+under the `k` runs: none else can grow by a block a run (growth the
+Python probes saw, made by Python code, has no site).  A cheap diagnosis
+(memray only when the C heap alone grew) never makes it, and keeps the
+sites that left at least a block in each of the `k` runs.
 
 A site is named by the first frame of the user's C code from the
 allocation outwards: frames of memray, of the allocator and of CPython
@@ -149,27 +151,32 @@ class NativeAllocations(Evidence):
                 _memray_used = True
                 self.traced = True
                 python = _python_allocators(self.request.leaking)
-                # A cheap diagnosis has no run under a tracker of its own
-                # to compare with: one tracker start and capture less.
-                failure = (None if self.request.cheap
-                           else _track(memray, one, run, 1, python))
+                failure = _track(memray, more, run, runs, python)
+                last = None
                 if failure is None:
-                    failure = _track(memray, more, run, runs, python)
+                    ignore = ignored(self.request.ignore)
+                    last = _sites(memray, more, ignore)
+                # A full diagnosis compares with a run under a tracker of
+                # its own, when a site kept a block a run (none can grow
+                # by one else): one tracker start, run and capture less
+                # for growth no C line of the user's made.  A cheap one
+                # never does.
+                first = None
+                if (failure is None and not self.request.cheap
+                        and _candidates(last, runs)):
+                    failure = _track(memray, one, run, 1, python)
+                    if failure is None:
+                        first = _sites(memray, one, ignore)
+            except _Unreadable as e:
+                self.note = NOTE_UNREADABLE.format(reason=_reason(e.error))
+                return None
             except Exception as e:
                 self.note = NOTE_REFUSED.format(reason=_reason(e))
                 return None
             if failure is not None:
                 return failure
-            try:
-                ignore = ignored(self.request.ignore)
-                first = (None if self.request.cheap
-                         else _sites(memray, one, ignore))
-                last = _sites(memray, more, ignore)
-                self.tracemalloc = _tracemalloc_kept(last)
-                self.sites = _per_run(first, last, runs)
-            except Exception as e:
-                self.note = NOTE_UNREADABLE.format(reason=_reason(e))
-                return None
+            self.tracemalloc = _tracemalloc_kept(last)
+            self.sites = _per_run(first, last, runs)
             self.capture = _keep(more, self.request.capture_dir)
             return None
         finally:
@@ -236,7 +243,8 @@ def _track(memray, path, run, count, python=True):
     _core.Snapshot(0)
     failure = None
     with memray.Tracker(path, native_traces=True,
-                        trace_python_allocators=python, follow_fork=False):
+                        trace_python_allocators=python, follow_fork=False,
+                        **_aggregated(memray)):
         for _ in range(count):
             _core.Snapshot(0)
             failure = run(1)
@@ -244,6 +252,16 @@ def _track(memray, path, run, count, python=True):
                 break
         _core.Snapshot(0)
     return failure
+
+
+# memray writes its capture aggregated (one record per stack that is still
+# alive, not one per allocation and free): less to write, and a capture of
+# a few runs reads in a third of the time (`memray flamegraph --leaks`
+# reads it as well).
+def _aggregated(memray):
+    file_format = getattr(memray, "FileFormat", None)
+    aggregated = getattr(file_format, "AGGREGATED_ALLOCATIONS", None)
+    return {} if aggregated is None else {"file_format": aggregated}
 
 
 def _keep(path, folder):
@@ -261,9 +279,33 @@ def _keep(path, folder):
 
 # ---- reading a capture ---------------------------------------------------
 
+class _Unreadable(Exception):
+    """A capture memray could not read: `error` says why."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
+def _candidates(sites, runs):
+    """Whether a site of `sites` (a capture of `runs` runs) kept at least a
+    block a run: only such a site can have grown by one (_per_run)."""
+    return any(count >= runs and not (site["function"] == _TRACEMALLOC
+                                      and site["file"] is None)
+               for _, count, site in sites.values())
+
+
 def _sites(memray, path, ignore):
     """{site key: [bytes, blocks, site]} of what `path` says leaked, for
-    the allocations made by the user's C code."""
+    the allocations made by the user's C code; _Unreadable when memray
+    cannot read it."""
+    try:
+        return _read_sites(memray, path, ignore)
+    except Exception as e:
+        raise _Unreadable(e) from None
+
+
+def _read_sites(memray, path, ignore):
     sites = {}
     with memray.FileReader(path) as reader:
         for record in reader.get_leaked_allocation_records(

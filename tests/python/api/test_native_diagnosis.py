@@ -241,10 +241,40 @@ def test_memory_a_line_takes_and_a_later_one_frees_is_not_charged():
 
 
 @needs_memray
-def test_what_python_code_keeps_has_no_c_line():
+def test_what_python_code_keeps_has_no_c_line(monkeypatch):
+    started = []
+
+    class Tracker(memray.Tracker):
+        def __enter__(self):
+            started.append(self)
+            return super().__enter__()
+
+    monkeypatch.setattr(memray, "Tracker", Tracker)
     kept = []
     diagnosis = leakcheck.diagnose(lambda: kept.append([]), ["objects"])
     assert diagnosis.objects and diagnosis.native == []
+    # No C site kept a block a run under the first tracker: none is
+    # started for one run to compare with.
+    assert len(started) == 1
+
+
+@needs_memray
+def test_what_each_run_replaces_in_c_is_not_charged(leaky):
+    """The blocks a call frees and makes again outlive the runs (the last
+    call's): the run under a tracker of its own shows as many, so their
+    line did not grow; the leak beside it did."""
+    def run():
+        leaky.replace_native(4)
+        leaky.leak_native(5000)
+
+    run()
+    diagnosis = leakcheck.diagnose(run, ["native_bytes"])
+    assert [s["function"] for s in diagnosis.native] == ["leak_native"]
+    # A cheap diagnosis has no such run: what a run replaces is told apart
+    # only when it is a block (one copy left).
+    cheap = leakcheck.diagnose(run, ["native_bytes"], cheap=True)
+    assert sorted(s["function"] for s in cheap.native) == \
+        ["leak_native", "replace_native"]
 
 
 @needs_memray

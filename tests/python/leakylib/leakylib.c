@@ -15,6 +15,10 @@
  *   native_bytes  leak_native(n)        malloc without free
  *                 leak_strdup(s)        strdup without free (glibc's
  *                                       strdup calls malloc)
+ *   (none)        replace_native(n)     n malloc'd blocks kept in a static
+ *                                       array, freed and made again by
+ *                                       each call: no growth, though the
+ *                                       last call's blocks outlive it
  *   blocks,       leak_str_dict(n)      a dict of n strings the C code
  *   py_allocs                           keeps a reference to (a forgotten
  *                                       Py_DECREF); a dict of strings only
@@ -233,6 +237,30 @@ clean_native(PyObject *mod, PyObject *arg)
         return PyErr_NoMemory();
     memset((char *)p, 0xef, n);
     free((char *)p);
+    Py_RETURN_NONE;
+}
+
+#define REPLACED_MAX 16
+static void *replaced[REPLACED_MAX];    /* the blocks replace_native() keeps */
+
+static PyObject *
+replace_native(PyObject *mod, PyObject *arg)
+{
+    size_t n, i;
+
+    if (size_arg(arg, &n) < 0)
+        return NULL;
+    if (n > REPLACED_MAX)
+        n = REPLACED_MAX;
+    for (i = 0; i < REPLACED_MAX; i++) {
+        free(replaced[i]);
+        replaced[i] = NULL;
+    }
+    for (i = 0; i < n; i++) {
+        if ((replaced[i] = malloc(64)) == NULL)     /* REPLACED_LINE */
+            return PyErr_NoMemory();
+        memset(replaced[i], 0x5a, 64);
+    }
     Py_RETURN_NONE;
 }
 
@@ -581,6 +609,8 @@ static PyMethodDef leakylib_methods[] = {
      "PyMem_RawMalloc(n) and PyMem_RawFree."},
     {"leak_native", leak_native, METH_O, "malloc(n), never freed."},
     {"clean_native", clean_native, METH_O, "malloc(n) and free."},
+    {"replace_native", replace_native, METH_O,
+     "n blocks of 64 bytes, in place of the previous call's."},
     {"leak_strdup", leak_strdup, METH_O, "strdup(s), never freed."},
     {"clean_strdup", clean_strdup, METH_O, "strdup(s) and free."},
     {"leak_str_dict", leak_str_dict, METH_O,
