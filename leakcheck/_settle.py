@@ -19,6 +19,12 @@ again; 3.14's ``linecache._interactive_cache``, which regrtest saves and
 restores, is left alone for the same reason).  ABC registries are left as
 they are: a registration is what a program asked for, not a cache.
 
+The C warnings module's copy of ``warnings.filters`` is brought back to
+that list (``_sync_warning_filters``): ``warnings.warn()`` keeps the list
+it last read, and the one it read inside a ``catch_warnings()`` block
+outlives the block until the next warning, which would free it (and the
+filters only it holds) in whatever runs next.
+
 The type attribute cache is cleared last (once, where its table is found;
 from then on the engine trims it after each snapshot's collection, of the
 names only it holds), and CPython 3.9 and 3.10's opcode cache is turned
@@ -37,6 +43,7 @@ than making every snapshot fail.
 """
 
 import collections.abc
+import contextlib
 import functools
 import gc
 import operator
@@ -86,6 +93,62 @@ _CACHE_CLEARS = (
     ("importlib.metadata", "FastPath.__new__", "cache_clear"),
     ("encodings", "_cache", "clear"),
 )
+
+
+class _FiltersSynced(Warning):
+    """The category of the warning settle() issues to itself, which a
+    filter of its own ignores (_sync_warning_filters)."""
+
+
+_SYNC_FILTER = ("ignore", None, _FiltersSynced, None, 0)
+_NO_LOCK = contextlib.nullcontext()
+try:
+    from _warnings import warn_explicit as _c_warn_explicit
+except ImportError:                     # pragma: no cover (no C warnings)
+    _c_warn_explicit = None
+
+
+def _sync_warning_filters(warnings):
+    """Points the C warnings module's copy of the filters list back at
+    ``warnings.filters``.
+
+    The C ``warn()`` reads ``warnings.filters`` at each call and keeps that
+    list in the interpreter's state (``interp->warnings.filters``,
+    Python/_warnings.c, get_warnings_filters()) until its next call.  A
+    warning issued inside ``catch_warnings()`` leaves it the block's copy
+    of the list, with the filters added in the block and the ones only
+    the enclosing list held (pytest adds two to the list it makes for each
+    test); the next warning, anywhere, frees them.  On CPython 3.14+
+    pytest-asyncio warns so in every async test (it reads and sets the
+    deprecated event loop policy in a block that ignores the warning):
+    each test's first warning freed what the previous test's last one
+    left, and the run it came in read as a drop.
+
+    Every C warn() reads ``warnings.filters`` first, so which list it keeps
+    changes nothing a program computes.  One warning of settle()'s own
+    category, with an ``ignore`` filter for it first in the list (taken
+    out after, the list as it was), makes it keep the current list and
+    frees the stale one.  Nothing to do where warnings are context-aware
+    (``catch_warnings()`` then leaves ``warnings.filters`` alone, and a
+    warning reads the context's filters first) or where ``warnings`` is the
+    pure-Python implementation."""
+    if warnings is None or _c_warn_explicit is None or \
+            getattr(sys.flags, "context_aware_warnings", False):
+        return
+    filters = getattr(warnings, "filters", None)
+    if type(filters) is not list or \
+            getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
+        return
+    # 3.14+: the lock warn() and the filter functions take.
+    with getattr(warnings, "_lock", _NO_LOCK):
+        filters.insert(0, _SYNC_FILTER)
+        try:
+            _c_warn_explicit("settled", _FiltersSynced, "leakcheck", 1,
+                             "leakcheck")
+        finally:
+            # The first filter equal to it, which only it is (another
+            # thread may have put one before it).
+            filters.remove(_SYNC_FILTER)
 
 
 def _noop_codec_search(name):
@@ -280,6 +343,10 @@ def settle():
     # and deleting a key now and then resizes the module's namespace.
     try:
         _core.clear_registries(plan.namespaces, plan.registries_seen, light)
+    except Exception:
+        pass
+    try:
+        _sync_warning_filters(modules.get("warnings"))
     except Exception:
         pass
     _flush_std_streams()

@@ -348,6 +348,47 @@ def test_a_light_clear_empties_only_the_registries_seen_before():
     assert seen == bytearray([1, 1])
 
 
+@pytest.mark.skipif(getattr(sys.flags, "context_aware_warnings", False),
+                    reason="context-aware warnings: catch_warnings() leaves "
+                    "warnings.filters alone")
+def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
+    """The C warn() keeps the filters list it read last: the copy of a
+    catch_warnings() block it warned in, and the filters only that copy
+    holds, outlive the block until the next warning, or settling."""
+    import gc
+
+    class Ignored(UserWarning):
+        pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Ignored)
+        warnings.warn("ignored", Ignored)
+    ref = weakref.ref(Ignored)
+    del Ignored
+    gc.collect()
+    assert ref() is not None            # the block's filter, still held
+    filters = list(warnings.filters)
+    _settle.settle()
+    gc.collect()
+    assert ref() is None
+    # The list as it was: the filter settling put first is gone.
+    assert warnings.filters == filters
+    assert not any(f[2] is _settle._FiltersSynced for f in warnings.filters)
+
+
+def test_settling_the_filters_leaves_what_warnings_do():
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        _settle.settle()
+        warnings.warn("shown", UserWarning)
+    assert [str(w.message) for w in shown] == ["shown"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _settle.settle()                # its own warning is ignored
+        with pytest.raises(UserWarning):
+            warnings.warn("raised", UserWarning)
+
+
 # ---- the frames a code object keeps (3.9, 3.10)
 
 @pytest.mark.skipif(not cpython.ZOMBIE_FRAMES,
