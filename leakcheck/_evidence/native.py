@@ -255,9 +255,8 @@ def _track(memray, path, run, count, python=True):
 
 
 # memray writes its capture aggregated (one record per stack that is still
-# alive, not one per allocation and free): less to write, and a capture of
-# a few runs reads in a third of the time (`memray flamegraph --leaks`
-# reads it as well).
+# alive, not one per allocation and free): less to write and to read
+# (`memray flamegraph --leaks` reads it as well).
 def _aggregated(memray):
     file_format = getattr(memray, "FileFormat", None)
     aggregated = getattr(file_format, "AGGREGATED_ALLOCATIONS", None)
