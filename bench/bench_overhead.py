@@ -25,7 +25,12 @@ Printed: the CPU seconds of each configuration, the overhead per test in ms
 the first and of the last test (setup to teardown, the --leaks hunt
 included) and of the session around them; "tests s" is the CPU time of
 all the tests' protocols (pytest_runtest_protocol, whole), so that what
---leaks adds inside them and outside them can be told apart; and the
+--leaks adds inside them and outside them can be told apart; "before s"
+the process's CPU time until the session starts (interpreter, imports,
+configuration), "after s" from the session's finish (the report written)
+to the process's exit (terminal summary, unconfigure, the interpreter's
+finalization and its last collections), which no clock of leakcheck's can
+count; and the
 overhead per test of the tests between the first and the last (their
 protocols only, paired by round), which leaves out what a session pays
 once (a large heap's first collection).  With --leaks every test must
@@ -165,13 +170,17 @@ def once_count(report_path):
             sum(costs.values()) if costs else None)
 
 
-def one_time(marks):
+def one_time(marks, cpu):
     """(first test's CPU ms, last test's CPU ms, session's CPU seconds,
-    the CPU seconds of all the tests' protocols) from a run's marks."""
+    the CPU seconds of all the tests' protocols, of the process before the
+    session began, and after it finished) from a run's marks and the
+    process's CPU seconds `cpu`."""
     return ((marks["first_end"] - marks["first_start"]) * 1000,
             (marks["last_end"] - marks["last_start"]) * 1000,
             marks["session_end"] - marks["session_start"],
-            marks["protocols"])
+            marks["protocols"],
+            marks["session_start"],
+            cpu - marks["session_end"])
 
 
 def main(argv=None):
@@ -211,7 +220,7 @@ def main(argv=None):
                 seconds, m = run(d, python, extra, marks_path,
                                  args.all_plugins)
                 cpu[name].append(seconds)
-                marks[name].append(one_time(m))
+                marks[name].append(one_time(m, seconds))
         n, once, said = once_count(report)
         if args.against:
             n_against, once_against, said_against = once_count(against)
@@ -223,13 +232,14 @@ def main(argv=None):
               f"{args.heap} containers, {args.rounds} rounds interleaved, "
               f"median CPU time of the pytest process")
         print(f"{'':>9} {'cpu s':>8} {'first ms':>9} {'last ms':>8} "
-              f"{'session s':>9} {'tests s':>8}")
+              f"{'session s':>9} {'tests s':>8} {'before s':>8} "
+              f"{'after s':>8}")
         for name in configs:
-            first, last, session, protocols = (statistics.median(col)
-                                               for col in zip(*marks[name]))
+            first, last, session, protocols, before, after = (
+                statistics.median(col) for col in zip(*marks[name]))
             print(f"{name:>9} {statistics.median(cpu[name]):8.3f} "
                   f"{first:9.1f} {last:8.2f} {session:9.3f} "
-                  f"{protocols:8.3f}")
+                  f"{protocols:8.3f} {before:8.3f} {after:8.3f}")
         if args.against:
             print(f"against: {args.against}")
         print("rounds, cpu s: " + "; ".join(
@@ -253,11 +263,19 @@ def main(argv=None):
                 ((ml[3] - (ml[0] + ml[1]) / 1000) -
                  (mp[3] - (mp[0] + mp[1]) / 1000)) / (tests - 2) * 1000
                 for ml, mp in zip(marks[name], marks["plain"]))
+            # What the process spends after the session finished (the
+            # terminal summary, pytest_unconfigure, the interpreter's
+            # finalization), paired by round: past the report, where no
+            # clock of leakcheck's reads it.
+            after = statistics.median(
+                (ml[5] - mp[5]) * 1000 / tests
+                for ml, mp in zip(marks[name], marks["plain"]))
             print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
                   f"(session CPU only: {session / tests * 1000:.3f} ms; "
                   f"paired by round: {paired / tests * 1000:.3f} ms; "
                   f"tests between the first and the last, paired: "
-                  f"{between:.3f} ms)")
+                  f"{between:.3f} ms; after the session, paired: "
+                  f"{after:.3f} ms)")
         print(f"--leaks report: {n} tests, all clean, {once} ran once"
               + _said(said, tests))
         if args.against:
