@@ -31,6 +31,7 @@ from ._evidence.pyalloc import PyAllocations, object_allocations
 from ._evidence.system import (Fds, Threads, describe_fds, describe_threads,
                                open_fds, tasks)
 from ._probes import MAX_RUNS, PROBE_NAMES, check_count, probe_names
+from .report.diagnosis import object_names
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_after", "describe",
            "type_name"]
@@ -192,8 +193,7 @@ def _per_run(total: int, runs: int) -> str:
 
 
 def _native_site(site: dict[str, Any]) -> list[str]:
-    # Several objects when several define the function (without -g).
-    objects = " or ".join(map(os.path.basename, site["objects"]))
+    objects = object_names(site["objects"])
     if site["line"]:
         where = f"{_shown(site['file'])}:{site['line']} {site['function']}()"
         if objects:

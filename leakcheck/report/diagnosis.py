@@ -15,6 +15,17 @@ def relative(path, rootdir):
     return path
 
 
+def object_names(paths):
+    """The object files of a C line as a report names them: "a.so", or
+    "a.so or b.so" when several define its function.  By file name, but
+    where two share one (two builds of one extension loaded at once),
+    whole: "x.so or x.so" would tell them apart no more than one name."""
+    names = [path.rsplit("/", 1)[-1] for path in paths]
+    if len(set(names)) < len(names):
+        names = list(paths)
+    return " or ".join(names)
+
+
 def _place(entry, rootdir):
     """"file:line function()" of a diagnosis entry, or None when it names
     no place."""

@@ -29,6 +29,7 @@ leakcheck.report.commands.html.
 import datetime
 import functools
 
+from .diagnosis import object_names
 from .files import UnusableInput, write_text
 from .load import load_baseline, load_report
 from .schema import RANK, REPORT_ORDER, TIME_FORMAT, is_known, run_id_of
@@ -287,7 +288,7 @@ def _object_files(value):
     """The object files of a C line (several when several define its
     function), by name, as the terminal's report shows them."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return [" or ".join(v.rsplit("/", 1)[-1] for v in value)]
+        return [object_names(value)]
     return _cell(value)
 
 

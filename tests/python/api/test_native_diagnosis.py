@@ -94,7 +94,11 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
     site = site_of(diagnosis, function)
     assert (site["file"], site["line"]) == (LEAKYLIB, line)
     assert (site["bytes"], site["blocks"]) == (size, 1)      # per run
-    assert site["objects"] == [leaky.__file__]
+    # Another build of leakylib loaded by an earlier test holds the same
+    # function and source: every build that does is named.
+    assert leaky.__file__ in site["objects"]
+    assert {os.path.basename(path) for path in site["objects"]} == \
+        {os.path.basename(leaky.__file__)}
     assert site["caller"] == {"file": __file__, "line": call,
                               "function": func.__name__}
     if function == "leak_strdup":
@@ -103,9 +107,11 @@ def test_repeat_names_the_c_line_per_run(leaky, func, probes, function,
         assert "3001 bytes in 1 block, made by strdup()" in str(info.value)
     # The message says it, and the JSON-ready form carries it.
     text = str(info.value)
-    assert (f"leakylib.c:{line} {function}() in "
-            f"{os.path.basename(leaky.__file__)}: {size} bytes in 1 block"
-            in text), text
+    # Named by file name; whole where two builds of it are loaded.
+    objects = (site["objects"] if len(site["objects"]) > 1
+               else [os.path.basename(leaky.__file__)])
+    assert (f"leakylib.c:{line} {function}() in {' or '.join(objects)}: "
+            f"{size} bytes in 1 block" in text), text
     assert f"called from {os.path.relpath(__file__)}:{call} " \
            f"{func.__name__}" in text
     assert diagnosis.to_dict()["native"][0] == site

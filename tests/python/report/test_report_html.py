@@ -1,6 +1,7 @@
 """The page's parts, computed in-process: plots, diagnosis sections,
 unusable input."""
 
+import copy
 import fnmatch
 
 import pytest
@@ -77,3 +78,18 @@ def test_c_lines_name_the_object_file_and_figures_are_per_run():
     assert python_lines["columns"][:3] == ["where", "bytes per run",
                                            "blocks per run"]
     assert python_lines["rows"][0][1:3] == [["2,048"], ["1"]]
+
+
+def test_two_builds_of_one_extension_are_named_whole():
+    # Two builds loaded at once, both defining the function: by file name
+    # they would read "leaky.so or leaky.so".
+    diagnosis = copy.deepcopy(CHECKSUM_DIAGNOSIS)
+    builds = ["/tmp/a/leaky.so", "/tmp/b/leaky.so"]
+    diagnosis["native"][0]["objects"] = builds
+    shown = {s["title"]: s for s in _html.sections(diagnosis)}
+    c_lines = shown["Where the native memory was allocated (C lines)"]
+    assert c_lines["rows"][0][-1] == ["/tmp/a/leaky.so or /tmp/b/leaky.so"]
+    diagnosis["native"][0]["objects"] = ["/tmp/a/leaky.so", "/tmp/b/other.so"]
+    shown = {s["title"]: s for s in _html.sections(diagnosis)}
+    c_lines = shown["Where the native memory was allocated (C lines)"]
+    assert c_lines["rows"][0][-1] == ["leaky.so or other.so"]
