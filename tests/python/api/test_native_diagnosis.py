@@ -163,13 +163,32 @@ def test_a_forgotten_object_is_named_at_its_c_line(leaky):
 DICTS_OF_STRINGS_TRACKED = gc.is_tracked({"a": "b"})
 
 
+def _gc_callback(phase, info):
+    pass
+
+
+@pytest.fixture
+def gc_callback(request):
+    """A callback in gc.callbacks, as hypothesis installs to time the
+    collections, or none."""
+    if request.param:
+        gc.callbacks.insert(0, _gc_callback)
+    yield request.param
+    if request.param:
+        gc.callbacks.remove(_gc_callback)
+
+
 @needs_memray
-def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky):
+@pytest.mark.parametrize("gc_callback", [False, True], indirect=True,
+                         ids=["", "with_a_gc_callback"])
+def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky,
+                                                             gc_callback):
     # A dict of strings only is not tracked by the collector (before
     # CPython 3.14, which tracks every dict): objects does not grow and no
     # census names its type.  Taken from CPython's free list, memray would
     # see no allocation of it: the diagnosis empties the free lists before
-    # each run, and PyDict_New() names it.
+    # each run, and PyDict_New() names it.  A gc callback's info dict,
+    # freed after the collection emptied the lists, would be that dict.
     with pytest.raises(leakcheck.LeakError) as info:
         leakcheck.repeat(lambda: leaky.leak_str_dict(3))
     assert {"blocks", "py_allocs"} <= set(info.value.diagnosis.leaking)
