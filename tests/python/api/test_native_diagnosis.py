@@ -180,7 +180,7 @@ def gc_callback(request):
 
 @needs_memray
 @pytest.mark.parametrize("gc_callback", [False, True], indirect=True,
-                         ids=["", "with_a_gc_callback"])
+                         ids=["no_gc_callback", "with_a_gc_callback"])
 def test_a_leaked_dict_the_gc_does_not_track_gets_its_c_line(leaky,
                                                              gc_callback):
     # A dict of strings only is not tracked by the collector (before
