@@ -21,7 +21,7 @@ import threading
 import tracemalloc
 from typing import Any, Callable, Iterable, Optional, Union
 
-from . import _core, _settle, cpython
+from . import _settle, cpython
 from ._evidence import Request, call
 from ._evidence.native import NativeAllocations
 from ._evidence.objects import (Garbage, RefCounts, TypeCensus,
@@ -298,7 +298,7 @@ def diagnose(run_once: Callable[[], object],
         for kind in kinds:
             failure = failure or kind.prepare(run)
         if failure is None:
-            _settle_and_collect()
+            _settle.settle_and_collect()
             for before in befores:
                 before()
                 begun += 1
@@ -306,7 +306,7 @@ def diagnose(run_once: Callable[[], object],
             if any(kind.shared for kind in kinds):
                 failure = run(runs)
                 compared = completed[0]
-            _settle_and_collect()
+            _settle.settle_and_collect()
             while finished < begun:
                 afters[begun - 1 - finished]()
                 finished += 1
@@ -384,12 +384,6 @@ def _untracked_note(diagnosis, leaking):
     else:
         return          # the other notes say why no line is given
     diagnosis.notes.append(NOTE_UNTRACKED.format(where=where))
-
-
-def _settle_and_collect():
-    """What a snapshot does first: settle and collect fully (a snapshot of
-    no probe is exactly that)."""
-    _core.Snapshot(0)
 
 
 # ---- after the fact -----------------------------------------------------

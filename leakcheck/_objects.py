@@ -8,17 +8,13 @@ from types import TracebackType
 from typing import Any, Literal, Optional, Type
 
 from . import _core
+from ._settle import settle_and_collect
 from ._chain import find_chain
 from ._evidence.objects import describe, garbage_by_type, type_name
 from ._errors import LeakError
 
 __all__ = ["refcounts", "watch", "Handle", "assert_finalized",
            "assert_no_garbage"]
-
-
-def _collect():
-    """Settle and collect fully, as every snapshot starts."""
-    _core.Snapshot(0)
 
 
 def _counts(objects):
@@ -125,7 +121,7 @@ def assert_finalized(*handles: Handle) -> None:
             raise TypeError(f"assert_finalized() takes the handles "
                             f"leakcheck.watch() returns, not "
                             f"{type(handle).__name__}")
-    _collect()
+    settle_and_collect()
     from ._diagnose import Diagnosis
     diagnosis = Diagnosis()
     for handle in handles:
@@ -150,7 +146,7 @@ def assert_no_garbage() -> None:
     anything (objects in reference cycles the collector cannot free), with
     their types.  gc.garbage and the collector's debug flags are left as
     they are."""
-    _collect()
+    settle_and_collect()
     if not gc.garbage:
         return
     from ._diagnose import Diagnosis

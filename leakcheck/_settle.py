@@ -353,6 +353,26 @@ def settle():
     cpython.clear_type_cache()  # last: the steps above look attributes up
 
 
+def settle_and_collect(quiet_callbacks=False):
+    """What every snapshot does first: settle and collect fully (a
+    snapshot of no probe is exactly that), which also empties CPython's
+    free lists.  `quiet_callbacks`: set the callbacks in gc.callbacks
+    (hypothesis installs one to time the collections) aside meanwhile.
+    The collector hands them an info dict it makes after emptying the
+    lists and frees at once, into the dict free list, where the next
+    PyDict_New() takes it: code that must allocate its first dict fresh
+    (a tracker that never saw the free list filled) asks for this."""
+    if not quiet_callbacks:
+        _core.Snapshot(0)
+        return
+    callbacks = gc.callbacks[:]
+    gc.callbacks.clear()
+    try:
+        _core.Snapshot(0)
+    finally:
+        gc.callbacks[:] = callbacks
+
+
 def _resolve_clears(modules):
     """The cache-clearing callables of the imported modules."""
     for name, path, method in _CACHE_CLEARS:

@@ -24,7 +24,6 @@ Its Python caller is the innermost Python frame outside leakcheck; a
 site whose caller belongs to a harness is the harness's.
 """
 
-import gc
 import logging
 import mmap
 import os
@@ -33,7 +32,7 @@ import sys
 import tempfile
 import tracemalloc
 
-from .. import _core
+from .._settle import settle_and_collect
 from . import TOP, Evidence
 from .frames import charged_frame, ignored, owned_elsewhere
 from .heaplines import heap_lines
@@ -241,33 +240,18 @@ def _track(memray, path, run, count, python=True):
     tracking began, by someone else), so a dict leaked by C code would
     have no line; taken fresh, its PyDict_New() has one.  `python`:
     whether memray traces CPython's allocators too."""
-    _collect()
+    settle_and_collect(quiet_callbacks=True)
     failure = None
     with memray.Tracker(path, native_traces=True,
                         trace_python_allocators=python, follow_fork=False,
                         **_aggregated(memray)):
         for _ in range(count):
-            _collect()
+            settle_and_collect(quiet_callbacks=True)
             failure = run(1)
             if failure is not None:
                 break
-        _collect()
+        settle_and_collect(quiet_callbacks=True)
     return failure
-
-
-def _collect():
-    """Settles and collects fully, leaving the free lists empty: the
-    callbacks in gc.callbacks (hypothesis installs one to time the
-    collections) are set aside meanwhile, since the collector hands them
-    an info dict it makes after emptying the lists and frees at once,
-    into the dict free list, where the run's first PyDict_New() would
-    take it unseen."""
-    callbacks = gc.callbacks[:]
-    gc.callbacks.clear()
-    try:
-        _core.Snapshot(0)
-    finally:
-        gc.callbacks[:] = callbacks
 
 
 # memray writes its capture aggregated (one record per stack that is still

@@ -193,7 +193,8 @@ def test_the_objects_evidence_can_keep_what_the_runs_left_alive(leaky):
     """Request.keep_objects: the objects the runs made and did not free,
     on an unfrozen and on a frozen heap, and nothing of the objects that
     were there before."""
-    from leakcheck._diagnose import _run, _settle_and_collect
+    from leakcheck._diagnose import _run
+    from leakcheck._settle import settle_and_collect
     from leakcheck._evidence import Request
     from leakcheck._evidence.objects import TypeCensus
 
@@ -215,7 +216,7 @@ def test_the_objects_evidence_can_keep_what_the_runs_left_alive(leaky):
             census = TypeCensus(Request({"objects"}, 2, keep_objects=True))
             census.before()
             assert _run(run_once, 2) is None
-            _settle_and_collect()
+            settle_and_collect()
             census.after()
             diagnosis = leakcheck.Diagnosis(["objects"], 2)
             census.fill(diagnosis)
