@@ -370,7 +370,8 @@ def settle_and_collect(quiet_callbacks=False):
     try:
         _core.Snapshot(0)
     finally:
-        gc.callbacks[:] = callbacks
+        # Put back ahead of any a thread added meanwhile, which stays.
+        gc.callbacks[:0] = callbacks
 
 
 def _resolve_clears(modules):

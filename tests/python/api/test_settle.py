@@ -442,3 +442,37 @@ def test_code_instrumented_after_a_trace_runs_first_as_nothing():
     # The tool it took for the moment is free again.
     assert all(sys.monitoring.get_tool(t) is None
                for t in cpython._UNASSIGNED_TOOLS)
+
+
+def test_a_collection_with_the_callbacks_aside_keeps_them_and_any_added(
+        monkeypatch):
+    """settle_and_collect(quiet_callbacks=True): no callback sees its
+    collection, all are back in their order afterwards, and one another
+    thread added meanwhile stays, after them."""
+    import gc
+    seen = []
+
+    def mine(phase, info):
+        seen.append(phase)
+
+    def added(phase, info):
+        pass
+
+    class Engine:
+        @staticmethod
+        def Snapshot(probes):
+            assert probes == 0
+            assert mine not in gc.callbacks
+            gc.collect()
+            gc.callbacks.append(added)  # as another thread might
+
+    monkeypatch.setattr(_settle, "_core", Engine)
+    gc.callbacks.append(mine)
+    try:
+        _settle.settle_and_collect(quiet_callbacks=True)
+        assert seen == []
+        assert gc.callbacks[-2:] == [mine, added]
+    finally:
+        for callback in (mine, added):
+            while callback in gc.callbacks:
+                gc.callbacks.remove(callback)
