@@ -18,6 +18,8 @@ What each relies on:
 
 - `Session._setupstate.stack`: {node: ([finalizers], exception or None)},
   pushed by SetupState.setup(), popped by teardown_exact() (pytest 7+).
+- `Package.setup()`: imports the package's `__init__.py` and calls the
+  xunit module functions it defines (set_up_inert_package).
 - `Item._request` / `_initrequest()` / `_report_sections` /
   `_fixtureinfo.name2fixturedefs`: a Function's request, its output
   sections, its fixture closure.
@@ -392,6 +394,43 @@ def push(stack, node, fins):
     """Puts `node` on the stack with finalizers `fins`, as
     SetupState.setup() does once the node's setup ran."""
     stack[node] = (fins, None)
+
+
+# pytest's Package.setup(): imports the package's __init__.py (through
+# importtestmodule(), which finds it in sys.modules once imported) and
+# calls the module functions below it defines, the teardown ones as a
+# finalizer (pytest 8.4 to 9.2; pytest 7's did the same through
+# Package.obj).
+_PACKAGE_SETUP = getattr(getattr(pytest, "Package", None), "setup", None)
+_PACKAGE_XUNIT = ("setUpModule", "setup_module", "tearDownModule",
+                  "teardown_module")
+
+
+def set_up_inert_package(node):
+    """Runs the setup of `node` when it is a package whose setup only
+    finds its __init__ module, imported already (importing a test module
+    of the package imported it), and calls nothing: the module defines
+    none of the xunit module functions.  Whether it ran, without error."""
+    if _PACKAGE_SETUP is None or \
+            getattr(type(node), "setup", None) is not _PACKAGE_SETUP:
+        return False
+    try:
+        init = os.path.join(os.fspath(node.path), "__init__.py")
+    except (AttributeError, TypeError):
+        return False
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if isinstance(names, dict) and names.get("__file__") == init:
+            break
+    else:
+        return False
+    if any(name in names for name in _PACKAGE_XUNIT):
+        return False
+    try:
+        node.setup()
+    except (Exception, pytest.skip.Exception, pytest.fail.Exception):
+        return False        # pytest's own setup raises it again
+    return True
 
 
 def stack_finalizers(stack, node):

@@ -709,10 +709,12 @@ class ItemRunner:
 
     def _preset_collectors(self):
         """The run's setup pushes the collectors above the item not set up
-        yet (for the first test of a module, of a class) onto pytest's setup
-        stack, where they stay for the next tests.  Pushed now, as pytest's
-        SetupState.setup() does, when their setup does nothing (a module, a
-        class: xunit functions are fixtures), that is not the run's growth.
+        yet (for the first test of a package, a module, a class) onto
+        pytest's setup stack, where they stay for the next tests.  Pushed
+        now, as pytest's SetupState.setup() does, when their setup does
+        nothing (a module, a class: xunit functions are fixtures) or only
+        finds a package's __init__ module (one that defines no xunit
+        module function: its setup runs now), that is not the run's growth.
         """
         stack = pytest_private.setup_stack(self.item.session)
         if stack is None:
@@ -723,7 +725,8 @@ class ItemRunner:
                 not pytest_private.stack_settled(stack):
             return False    # pytest's own setup says what is wrong
         for col in chain[len(nodes):]:
-            if getattr(type(col), "setup", None) is not _NODE_SETUP:
+            if getattr(type(col), "setup", None) is not _NODE_SETUP and \
+                    not pytest_private.set_up_inert_package(col):
                 return False
             pytest_private.push(stack, col, [col.teardown])
         return True

@@ -269,3 +269,57 @@ def test_async_tests_run_once_as_often_as_functions(pytester, read_report):
     # Past the first, which sets the loop's machinery up for the session.
     missed = [rec for rec in clean[1:] if rec["test_runs"] != 1]
     assert len(missed) <= 1, missed
+
+
+PACKAGE_TESTS = "".join(f'''
+
+def test_{n}():
+    assert [{n}] * 2 == [{n}, {n}]
+''' for n in range(3))
+
+# A package's __init__.py with xunit module functions: pytest's setup of
+# the package calls them, in the first test's setup phase as before.
+XUNIT_INIT = '''
+import os
+
+
+def setup_module():
+    with open(os.environ["XUNIT_LOG"], "a") as f:
+        f.write("setup\\n")
+
+
+def teardown_module():
+    with open(os.environ["XUNIT_LOG"], "a") as f:
+        f.write("teardown\\n")
+'''
+
+
+@pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
+                    "on, and on the 3.11 debug build")
+def test_the_first_test_of_a_package_runs_once(pytester, read_report,
+                                               monkeypatch):
+    """pytest sets a package up in the setup phase of its first test
+    (importing its __init__.py, imported already by its test modules):
+    done before the reported run when it calls nothing, that test's run
+    grows nothing, as the first of a plain folder's.  A package whose
+    __init__.py defines setup_module/teardown_module is set up by pytest,
+    each called once."""
+    names = [f"pkg{n}" for n in range(5)]
+    for name in names:
+        pytester.mkpydir(name)
+        pytester.makepyfile(**{f"{name}/test_{name}": PACKAGE_TESTS})
+    pytester.mkpydir("xunit").joinpath("__init__.py").write_text(XUNIT_INIT)
+    pytester.makepyfile(**{"xunit/test_xunit": PACKAGE_TESTS})
+    log = pytester.path / "xunit.log"
+    monkeypatch.setenv("XUNIT_LOG", str(log))
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:randomly")
+    result.assert_outcomes(passed=18)
+    _, recs = read_report()
+    assert all(rec["verdict"] == "clean" for rec in recs.values()), recs
+    # Past the session's first package, and but for one run that meets
+    # what is filled once a session (see above).
+    firsts = [recs[f"{name}/test_{name}.py::test_0"] for name in names[1:]]
+    missed = [rec for rec in firsts if not rec["warmup_measured"]]
+    assert len(missed) <= 1, missed
+    assert log.read_text() == "setup\nteardown\n"
