@@ -398,9 +398,8 @@ def push(stack, node, fins):
 
 # pytest's Package.setup(): imports the package's __init__.py (through
 # importtestmodule(), which finds it in sys.modules once imported) and
-# calls the module functions below it defines, the teardown ones as a
-# finalizer (pytest 8.4 to 9.2; pytest 7's did the same through
-# Package.obj).
+# calls the module functions below that it defines, the teardown ones as
+# a finalizer.
 _PACKAGE_SETUP = getattr(getattr(pytest, "Package", None), "setup", None)
 _PACKAGE_XUNIT = ("setUpModule", "setup_module", "tearDownModule",
                   "teardown_module")
