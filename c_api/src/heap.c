@@ -529,6 +529,67 @@ read_sanitizer(const lc__leak_counts *unused)
 }
 
 #if defined(LC_HAVE_MALLINFO2)
+/*
+ * The bytes of the chunks glibc serves with mmap (large requests), from
+ * mallinfo2's hblkhd.  Each such chunk is whole pages, but glibc 2.43
+ * adds 16 bytes to hblkhd at every realloc() of one and never takes them
+ * back (seen with Debian sid's 2.43: realloc of a 300 KB block, then
+ * free, leaves hblkhd 16 bytes up; 2.36 leaves it as it was).  Code that
+ * resizes a large buffer each run would read as growing 16 bytes a
+ * resize: regex's matching of a 50,000-character string grew 128 bytes a
+ * call, and no mapping grew.  So what changed since the last reading is
+ * taken in whole pages, rounded down: exact while fewer than a page's
+ * worth of those resizes (256 with 4 KiB pages) happen between two
+ * readings, and the same number where glibc counts right.  Readings may
+ * come from several threads: the running total is kept under a lock.
+ */
+static struct {
+    pthread_mutex_t lock;
+    int64_t page;
+    int started;
+    size_t last;                /* hblkhd at the last reading             */
+    int64_t total;              /* the mapped chunks' bytes, so far       */
+} mapped = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0};
+
+/* Held across fork(), so that a child never starts with it locked by a
+ * thread it does not have. */
+static void
+mapped_prepare_fork(void)
+{
+    pthread_mutex_lock(&mapped.lock);
+}
+
+static void
+mapped_forked(void)
+{
+    pthread_mutex_unlock(&mapped.lock);
+}
+
+static int64_t
+mapped_bytes(size_t hblkhd)
+{
+    int64_t total, change;
+
+    pthread_mutex_lock(&mapped.lock);
+    if (!mapped.started) {
+        long page = sysconf(_SC_PAGESIZE);
+
+        mapped.page = page > 0 ? (int64_t)page : 4096;
+        mapped.total = (int64_t)hblkhd;
+        mapped.started = 1;
+    } else {
+        change = (int64_t)hblkhd - (int64_t)mapped.last;
+        /* Rounded down, negative changes too (a page freed and 16 bytes
+         * added read -4080: one page). */
+        change -= ((change % mapped.page) + mapped.page) % mapped.page;
+        mapped.total += change;
+    }
+    mapped.last = hblkhd;
+    total = mapped.total;
+    pthread_mutex_unlock(&mapped.lock);
+    return total;
+}
+
 static int64_t
 read_mallinfo2(const lc__leak_counts *unused)
 {
@@ -543,7 +604,7 @@ read_mallinfo2(const lc__leak_counts *unused)
         cached = 0;
     }
     mi = mallinfo2();
-    return (int64_t)mi.uordblks + (int64_t)mi.hblkhd - cached;
+    return (int64_t)mi.uordblks + mapped_bytes(mi.hblkhd) - cached;
 }
 #endif
 
@@ -650,7 +711,10 @@ choose_source(void)
         return;
     }
 #if defined(LC_HAVE_MALLINFO2)
-    if (follows_malloc(read_mallinfo2)) {
+    /* Before any reading: registering may allocate. */
+    if (pthread_atfork(mapped_prepare_fork, mapped_forked,
+                       mapped_forked) == 0 &&
+            follows_malloc(read_mallinfo2)) {
         heap.read = read_mallinfo2;
         heap.doc = tcache.counts != NULL
                        ? "C heap in use (glibc mallinfo2, less the chunks "
