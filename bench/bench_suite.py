@@ -4,7 +4,7 @@ plain and with --leaks (default settings, or --leaks-thorough), in one
 run.
 
     python bench/bench_suite.py [--rounds 1] [--work DIR] [--thorough]
-                                [PROJECT ...]
+                                [--settle-hooks] [PROJECT ...]
 
 PROJECT is one of the recipes below (default: all of them).  Needs the
 network (pip download) and a compiler; run it with the Python that has
@@ -16,7 +16,9 @@ fail or error under --leaks but not plain (none, unless leakcheck broke
 them: a leak verdict is not counted there), and every test with
 a leak verdict and the probes that grew: check each of those without
 leakcheck (a bare loop of the test's body watching sys.getallocatedblocks()
-or the C heap, bench/bare_loops.py) before calling it a leak.
+or the C heap, bench/bare_loops.py) before calling it a leak.  --settle-hooks loads, in the --leaks runs, the
+pytest_leakcheck_settle hook a project has in bench/suite_hooks (SETTLE
+below): what its own caches cost in runs and verdicts.
 """
 
 import argparse
@@ -58,6 +60,11 @@ RECIPES = {
     "async-lru": ("async-lru==2.4.0", ["-c", "pass"], ".", "tests"),
     "janus": ("janus==2.0.0", ["-c", "pass"], ".", "tests"),
 }
+# name: the module in bench/suite_hooks with that project's
+# pytest_leakcheck_settle hook (--settle-hooks).
+SETTLE = {"regex": "regex_caches"}
+HOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                     "suite_hooks")
 # What building them needs beyond setuptools.
 BUILD_REQUIRES = ["Cython", "setuptools_scm", "expandvars"]
 # What the async suites test with; the others run without it (it warns at
@@ -102,10 +109,15 @@ def prepare(work, name):
     return folder
 
 
-def run(folder, pythonpath, tests, args):
+def run(folder, pythonpath, tests, args, hooks=None):
     """(pytest's session seconds, output) of one run; a suite's own
-    failures are fine (they are the same plain and with --leaks)."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(folder, pythonpath))
+    failures are fine (they are the same plain and with --leaks).
+    `hooks`: a module of bench/suite_hooks loaded with -p."""
+    path = os.path.join(folder, pythonpath)
+    if hooks is not None:
+        path += os.pathsep + HOOKS
+        args = ["-p", hooks, *args]
+    env = dict(os.environ, PYTHONPATH=path)
     # pytest-randomly off: a suite whose tests depend on their order
     # (pyrsistent's) would fail differently plain and with --leaks.
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -129,7 +141,7 @@ def _failed(output):
     return set(FAILED_LINE.findall(output))
 
 
-def bench(work, name, rounds, extra=()):
+def bench(work, name, rounds, extra=(), hooks=None):
     _, _, pythonpath, tests = RECIPES[name]
     if name not in ASYNC_SUITES:
         tests = [*NO_ASYNC, tests]
@@ -143,7 +155,7 @@ def bench(work, name, rounds, extra=()):
                   for _ in range(rounds)]
     leaks_runs = [run(folder, pythonpath, tests,
                       ["-rfE", "--leaks", f"--leaks-report={report}",
-                       *extra])
+                       *extra], hooks)
                   for _ in range(rounds)]
     plain = min(seconds for seconds, _ in plain_runs)
     leaks = min(seconds for seconds, _ in leaks_runs)
@@ -184,6 +196,9 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--thorough", action="store_true",
                    help="hunt with --leaks-thorough")
+    p.add_argument("--settle-hooks", action="store_true",
+                   help="load a project's settle hook of bench/suite_hooks "
+                   f"in the --leaks runs (for {', '.join(SETTLE)})")
     p.add_argument("--work", default=os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "leakcheck-bench-suites"))
     args = p.parse_args(argv)
@@ -198,7 +213,8 @@ def main(argv=None):
           f"{' '.join([os.path.basename(sys.executable), *sys.argv])}")
     for name in args.projects or list(RECIPES):
         bench(args.work, name, args.rounds,
-              ["--leaks-thorough"] if args.thorough else [])
+              ["--leaks-thorough"] if args.thorough else [],
+              SETTLE.get(name) if args.settle_hooks else None)
 
 
 if __name__ == "__main__":
