@@ -29,13 +29,7 @@ import os
 import sys
 
 import leakcheck
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-        "fsmblks", "uordblks", "fordblks", "keepcost")]
-
+from bare_loops import _MallInfo2      # bench/ is on sys.path: the script's
 
 LIBC = ctypes.CDLL(None)
 LIBC.mallinfo2.restype = _MallInfo2
