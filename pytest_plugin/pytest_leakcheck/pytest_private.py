@@ -141,11 +141,28 @@ def standin_reports(item):
                   None)
     if key is None:
         return None
-    reports = []
-    for when in _PHASES:
-        report = pytest.TestReport.from_item_and_call(item, passed_call(when))
-        item.stash.setdefault(key, {})[when] = report.passed
-        reports.append(report)
+    first = pytest.TestReport.from_item_and_call(item, passed_call("setup"))
+    reports = [first]
+    if item._report_sections:
+        reports += [pytest.TestReport.from_item_and_call(item, passed_call(when))
+                    for when in _PHASES[1:]]
+    else:
+        # The other two as from_item_and_call() makes them, without walking
+        # the item's keywords (its whole chain of nodes) twice more: each
+        # gets a dict of them built by insertion, as pytest builds its own
+        # (one from a dict would be sized otherwise), and floats and lists
+        # of its own.  The node id is the item's own object, as there:
+        # pytest 9 keeps it structured (`_id`), and would parse its text.
+        names = list(first.keywords)
+        nodeid = getattr(first, "_id", None) or first.nodeid
+        for when in _PHASES[1:]:
+            start = time.time()
+            reports.append(pytest.TestReport(
+                nodeid, first.location, dict.fromkeys(names, 1),
+                "passed", None, when, [], float(0), start, time.time(),
+                user_properties=item.user_properties))
+    for report in reports:
+        item.stash.setdefault(key, {})[report.when] = report.passed
     return reports
 
 

@@ -47,12 +47,15 @@ def test_clean_last_of_module(benchmark, table):
 '''
 
 
-def test_benchmark_fixture(pytester, read_report):
+def test_benchmark_fixture(pytester, read_report, monkeypatch):
     """Each run appends its result to the session's list: an extra run's
     is dropped (it read as a leak; the table listed the test per run), and
     the last test of the module is torn down (its report made with the
     item's funcargs, which the plugin's hook reads: it crashed)."""
     pytest.importorskip("pytest_benchmark")
+    # Run by a pytest-xdist worker, the session below inherits its name,
+    # and pytest-benchmark, taking itself for one, prints no table.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makepyfile(BENCHMARKS)
     result = pytester.runpytest_subprocess(
         "--leaks", "--leaks-report=r.json", "--benchmark-max-time=0.002",
