@@ -143,7 +143,7 @@ def standin_reports(item):
         return None
     first = pytest.TestReport.from_item_and_call(item, passed_call("setup"))
     reports = [first]
-    if item._report_sections:
+    if report_sections(item):
         reports += [pytest.TestReport.from_item_and_call(item, passed_call(when))
                     for when in _PHASES[1:]]
     else:
