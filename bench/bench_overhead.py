@@ -33,8 +33,11 @@ finalization and its last collections), which no clock of leakcheck's can
 count; and the
 overhead per test of the tests between the first and the last (their
 protocols only, paired by round), which leaves out what a session pays
-once (a large heap's first collection).  With --leaks every test must
-come out clean; the report's count of tests that ran once is printed too.
+once (a large heap's first collection).  The paired figure comes with its
+rounds' lowest and highest, and the plain rounds' spread (slowest against
+fastest) says how much the machine moved the same work meanwhile.  With
+--leaks every test must come out clean; the report's count of tests that
+ran once is printed too.
 """
 
 import argparse
@@ -248,6 +251,11 @@ def main(argv=None):
         print("rounds, cpu s: " + "; ".join(
             f"{name} {', '.join('%.3f' % x for x in cpu[name])}"
             for name in configs))
+        # How much the same work moved from round to round: the noise every
+        # figure below carries.
+        print(f"plain rounds moved by "
+              f"{(max(cpu['plain']) / min(cpu['plain']) - 1) * 100:.0f}% "
+              f"(slowest against fastest)")
         for name in configs:
             if name == "plain":
                 continue
@@ -257,8 +265,9 @@ def main(argv=None):
                        statistics.median(m[2] for m in marks["plain"]))
             # The same from each round's own plain run: load that moves a
             # round moves both of its runs.
-            paired = statistics.median(
-                leaks - plain for leaks, plain in zip(cpu[name], cpu["plain"]))
+            rounds = [leaks - plain
+                      for leaks, plain in zip(cpu[name], cpu["plain"])]
+            paired = statistics.median(rounds)
             # The tests' protocols less the first and the last test (what
             # a session pays once: its fixtures' set-up and teardown, the
             # first collection of the heap), paired by round.
@@ -275,7 +284,9 @@ def main(argv=None):
                 for ml, mp in zip(marks[name], marks["plain"]))
             print(f"overhead per test, {name}: {per_test:.3f} ms CPU "
                   f"(session CPU only: {session / tests * 1000:.3f} ms; "
-                  f"paired by round: {paired / tests * 1000:.3f} ms; "
+                  f"paired by round: {paired / tests * 1000:.3f} ms, "
+                  f"its rounds {min(rounds) / tests * 1000:.3f} to "
+                  f"{max(rounds) / tests * 1000:.3f}; "
                   f"tests between the first and the last, paired: "
                   f"{between:.3f} ms; after the session, paired: "
                   f"{after:.3f} ms)")
