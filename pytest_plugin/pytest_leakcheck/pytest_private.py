@@ -144,7 +144,8 @@ def standin_reports(item):
     first = pytest.TestReport.from_item_and_call(item, passed_call("setup"))
     reports = [first]
     if report_sections(item):
-        reports += [pytest.TestReport.from_item_and_call(item, passed_call(when))
+        reports += [pytest.TestReport.from_item_and_call(item,
+                                                         passed_call(when))
                     for when in _PHASES[1:]]
     else:
         # The other two as from_item_and_call() makes them, without walking
