@@ -16,9 +16,10 @@ fail or error under --leaks but not plain (none, unless leakcheck broke
 them: a leak verdict is not counted there), and every test with
 a leak verdict and the probes that grew: check each of those without
 leakcheck (a bare loop of the test's body watching sys.getallocatedblocks()
-or the C heap, bench/bare_loops.py) before calling it a leak.  --settle-hooks loads, in the --leaks runs, the
-pytest_leakcheck_settle hook a project has in bench/suite_hooks (SETTLE
-below): what its own caches cost in runs and verdicts.
+or the C heap, bench/bare_loops.py) before calling it a leak.
+--settle-hooks loads, in the --leaks runs, the pytest_leakcheck_settle
+hook a project has in bench/suite_hooks (SETTLE below): what its own
+caches cost in runs and verdicts.
 """
 
 import argparse
