@@ -19,6 +19,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>   /* the frame's fields, for drop_zombie_frames */
+#endif
 
 #include "leakcheck.h"
 #include "internal.h"      /* lc__pyhook_restored */
@@ -228,6 +231,43 @@ core_is_immortal(PyObject *mod, PyObject *obj)
     (void)obj;
     Py_RETURN_FALSE;
 #endif
+}
+
+/*
+ * drop_zombie_frames(frame) -> n: up to CPython 3.10, frees the frame each
+ * code object on the stack from `frame` outwards keeps for its next call
+ * (its "zombie frame"), as the code object's own deallocation does;
+ * returns how many.  Such a code is running, so a call of it nested in
+ * that one (a hook called inside a hook) takes another frame, from the
+ * frame free list, and leaves that one as the zombie: its size is what
+ * the free list had, so from test to test the C heap read more or less
+ * by a frame's difference (settling's use, before every snapshot, so
+ * that no snapshot holds such a frame).  0 from 3.11 on, where frames
+ * live on the interpreter's own stack.
+ */
+static PyObject *
+core_drop_zombie_frames(PyObject *mod, PyObject *frame)
+{
+    Py_ssize_t n = 0;
+
+    (void)mod;
+    if (!PyFrame_Check(frame)) {
+        PyErr_SetString(PyExc_TypeError, "drop_zombie_frames: a frame");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030B0000
+    for (PyFrameObject *f = (PyFrameObject *)frame; f != NULL;
+         f = f->f_back) {
+        PyCodeObject *co = f->f_code;
+        if (co != NULL && co->co_zombieframe != NULL) {
+            void *zombie = co->co_zombieframe;
+            co->co_zombieframe = NULL;
+            PyObject_GC_Del(zombie);
+            n++;
+        }
+    }
+#endif
+    return PyLong_FromSsize_t(n);
 }
 
 /*
@@ -1607,6 +1647,10 @@ static PyMethodDef core_methods[] = {
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},
+    {"drop_zombie_frames", core_drop_zombie_frames, METH_O,
+     "drop_zombie_frames(frame) -> n: frees the zombie frame of each code "
+     "object on the stack from frame outwards (CPython 3.9 and 3.10; "
+     "settling's use only)."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},
