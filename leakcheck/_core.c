@@ -20,7 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #if PY_VERSION_HEX < 0x030B0000
-#include <frameobject.h>   /* the frame's fields, for drop_zombie_frames */
+#include <frameobject.h>   /* the frame's fields: drop_running_zombies */
 #endif
 
 #include "leakcheck.h"
@@ -234,43 +234,6 @@ core_is_immortal(PyObject *mod, PyObject *obj)
 }
 
 /*
- * drop_zombie_frames(frame) -> n: up to CPython 3.10, frees the frame each
- * code object on the stack from `frame` outwards keeps for its next call
- * (its "zombie frame"), as the code object's own deallocation does;
- * returns how many.  Such a code is running, so a call of it nested in
- * that one (a hook called inside a hook) takes another frame, from the
- * frame free list, and leaves that one as the zombie: its size is what
- * the free list had, so from test to test the C heap read more or less
- * by a frame's difference (settling's use, before every snapshot, so
- * that no snapshot holds such a frame).  0 from 3.11 on, where frames
- * live on the interpreter's own stack.
- */
-static PyObject *
-core_drop_zombie_frames(PyObject *mod, PyObject *frame)
-{
-    Py_ssize_t n = 0;
-
-    (void)mod;
-    if (!PyFrame_Check(frame)) {
-        PyErr_SetString(PyExc_TypeError, "drop_zombie_frames: a frame");
-        return NULL;
-    }
-#if PY_VERSION_HEX < 0x030B0000
-    for (PyFrameObject *f = (PyFrameObject *)frame; f != NULL;
-         f = f->f_back) {
-        PyCodeObject *co = f->f_code;
-        if (co != NULL && co->co_zombieframe != NULL) {
-            void *zombie = co->co_zombieframe;
-            co->co_zombieframe = NULL;
-            PyObject_GC_Del(zombie);
-            n++;
-        }
-    }
-#endif
-    return PyLong_FromSsize_t(n);
-}
-
-/*
  * retarget(address, count, stride, old, new) -> n: in `count` pointer slots
  * `stride` bytes apart from `address`, replaces each reference to `old` by
  * one to `new`, moving the references with them; returns how many.  For
@@ -390,12 +353,47 @@ static struct {
     PyObject *filler;
 } trimmed;
 
+/*
+ * Up to CPython 3.10 a code object keeps the frame of its last call for
+ * its next one (its "zombie frame").  A code that is running has handed
+ * its zombie to that call; two calls of it nested in that one (a hook
+ * called inside a hook inside the hook that runs the test, as pluggy's
+ * machinery does for a function-scoped fixture's setup) leave it the
+ * inner call's frame, taken from the frame free list whatever its size,
+ * and so does a frame of it that dies in the collection (one a traceback
+ * in a reference cycle held).  Such a frame differs from test to test,
+ * and the C heap and the blocks read its difference.  So after every
+ * snapshot's collection, before any reading, the frames the running code
+ * objects keep are freed (as a code object's own deallocation frees its
+ * zombie): no reading holds one.  Before the collection would not do: the
+ * frames it frees become zombies after.  Returns how many.
+ */
+static Py_ssize_t
+drop_running_zombies(void)
+{
+    Py_ssize_t n = 0;
+#if PY_VERSION_HEX < 0x030B0000
+    for (PyFrameObject *f = PyEval_GetFrame(); f != NULL; f = f->f_back) {
+        PyCodeObject *co = f->f_code;
+        if (co != NULL && co->co_zombieframe != NULL) {
+            void *zombie = co->co_zombieframe;
+            co->co_zombieframe = NULL;
+            PyObject_GC_Del(zombie);
+            n++;
+        }
+    }
+#endif
+    return n;
+}
+
+/* What the engine runs right after the collection of every snapshot. */
 static void
-trim_after_collect(void *unused)
+after_collect(void *unused)
 {
     (void)unused;
     if (trimmed.table != NULL)
         trim_table(trimmed.table, trimmed.count, trimmed.filler);
+    drop_running_zombies();
 }
 
 static int
@@ -438,7 +436,6 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     PyObject *filler;
 
     if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) {
-        lc__set_after_collect(NULL, NULL);
         trimmed.table = NULL;
         Py_CLEAR(trimmed.filler);
         Py_RETURN_NONE;
@@ -450,7 +447,6 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     Py_XSETREF(trimmed.filler, filler);
     trimmed.table = table;
     trimmed.count = count;
-    lc__set_after_collect(trim_after_collect, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1647,10 +1643,6 @@ static PyMethodDef core_methods[] = {
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},
-    {"drop_zombie_frames", core_drop_zombie_frames, METH_O,
-     "drop_zombie_frames(frame) -> n: frees the zombie frame of each code "
-     "object on the stack from frame outwards (CPython 3.9 and 3.10; "
-     "settling's use only)."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},
@@ -1696,5 +1688,6 @@ PyInit__core(void)
         Py_DECREF(m);
         return NULL;
     }
+    lc__set_after_collect(after_collect, NULL);
     return m;
 }

@@ -350,7 +350,6 @@ def settle():
     except Exception:
         pass
     _flush_std_streams()
-    cpython.drop_zombie_frames()
     cpython.clear_type_cache()  # last: the steps above look attributes up
 
 

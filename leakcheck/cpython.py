@@ -5,8 +5,9 @@ CPython release is read against this module alone.
 
 - ``ZOMBIE_FRAMES`` (3.9, 3.10): a code object keeps the frame of its
   last call for the next one; ``make_frames()`` makes those frames before
-  a measurement, and ``drop_zombie_frames()`` drops those of the code
-  running while a snapshot reads.
+  a measurement; the engine frees those of the code running while a
+  snapshot reads, after its collection (``leakcheck/_core.c``:
+  ``drop_running_zombies``).
 - ``FRAMES_TRAVERSED`` (3.9, 3.10): a frame that escaped is GC-tracked
   and the collector sees its locals (the holder chains, leakcheck._chain).
 - ``PY_BYTES_BY_DEFAULT`` (3.11 on): before 3.11, resizing a kept frame
@@ -76,8 +77,8 @@ import types
 from . import _core
 
 __all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "PY_BYTES_BY_DEFAULT",
-           "make_frames", "drop_zombie_frames", "first_settle", "mark_code",
-           "clear_type_cache", "type_cache_trimmable",
+           "make_frames", "first_settle", "mark_code", "clear_type_cache",
+           "type_cache_trimmable",
            "fresh_handler_lists"]
 
 ZOMBIE_FRAMES = sys.version_info < (3, 11)
@@ -130,20 +131,6 @@ def make_frames(*funcs):
             except (TypeError, ValueError):
                 continue
             _make_frame(made, inner)
-
-
-def drop_zombie_frames():
-    """Up to 3.10: frees the zombie frame of every code object running now
-    (the caller's and its callers'), before a snapshot.  Two calls of a
-    running code nested in each other (pluggy's hook machinery: a hook
-    called inside a hook inside the hook that runs the test, as a
-    function-scoped fixture's setup is) leave it the inner call's frame,
-    taken from the frame free list whatever its size: from test to test,
-    the C heap read that frame's difference, and a clean test ran twice
-    more.  Dropped before every snapshot, no reading holds such a frame.
-    Nothing from 3.11 on."""
-    if ZOMBIE_FRAMES:
-        _core.drop_zombie_frames(sys._getframe(1))
 
 
 def _nested_codes(code):
