@@ -366,12 +366,11 @@ static struct {
  * snapshot's collection, before any reading, the frames the running code
  * objects keep are freed (as a code object's own deallocation frees its
  * zombie): no reading holds one.  Before the collection would not do: the
- * frames it frees become zombies after.  Returns how many.
+ * frames it frees become zombies after.
  */
-static Py_ssize_t
+static void
 drop_running_zombies(void)
 {
-    Py_ssize_t n = 0;
 #if PY_VERSION_HEX < 0x030B0000
     for (PyFrameObject *f = PyEval_GetFrame(); f != NULL; f = f->f_back) {
         PyCodeObject *co = f->f_code;
@@ -379,21 +378,24 @@ drop_running_zombies(void)
             void *zombie = co->co_zombieframe;
             co->co_zombieframe = NULL;
             PyObject_GC_Del(zombie);
-            n++;
         }
     }
 #endif
-    return n;
 }
 
-/* What the engine runs right after the collection of every snapshot. */
+/* 1 while a Snapshot that does not collect reads (snapshot_new). */
+static int uncollected;
+
+/* What the engine runs right after the collection of every snapshot (and
+ * where a snapshot does not collect). */
 static void
 after_collect(void *unused)
 {
     (void)unused;
     if (trimmed.table != NULL)
         trim_table(trimmed.table, trimmed.count, trimmed.filler);
-    drop_running_zombies();
+    if (!uncollected)
+        drop_running_zombies();
 }
 
 static int
@@ -811,7 +813,12 @@ snapshot_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     live_snapshots = self;
     n_live_snapshots++;
 
+    /* A reading that does not collect (the heap-line tracer's, at every
+     * trace event) drops no frame: it would read the drop as the running
+     * line's heap shrinking. */
+    uncollected = (flags & LC_SNAPSHOT_NO_COLLECT) != 0;
     rc = lc_snapshot_take(self->snap, mask, flags);
+    uncollected = 0;
     /* Every live Snapshot, this one included, was counted by the reading;
      * nothing has touched their reference counts since. */
     for (s = live_snapshots; s != NULL; s = s->next) {
