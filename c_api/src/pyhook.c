@@ -155,8 +155,31 @@ static int installed;          /* generations used; written with the GIL  */
 static int restored;           /* domains put back, all generations       */
 static int pymalloc_counted;   /* 1: `pymalloc` counts what pymalloc has  */
 static int debug_on_pymalloc;  /* 1: CPython's debug hooks over pymalloc  */
-static __thread int in_hook __attribute__((tls_model("initial-exec")));
-static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")));
+
+/* The hook's per-thread state, in one thread-local struct: in a shared
+ * object each thread-local variable's offset is a load of its own from
+ * the GOT, and the hook reads three or four of them in every allocator
+ * call.  One struct is one load.  The names below are its fields (`gate`
+ * and `nest` are described where they are used). */
+typedef struct {
+    int in_hook;            /* 1 inside one of our allocator calls      */
+    int gate;
+    lc__counts *my_counts;  /* this thread's counters, or NULL          */
+    struct {
+        void *watch;
+        void *out;
+        size_t freed;
+        int resizing;
+    } nest;
+} lc__hook_thread;
+
+static __thread lc__hook_thread hook_thread
+    __attribute__((tls_model("initial-exec")));
+
+#define in_hook (hook_thread.in_hook)
+#define my_counts (hook_thread.my_counts)
+#define gate (hook_thread.gate)
+#define nest (hook_thread.nest)
 
 /* A hook installed after ours (tracemalloc started after leakcheck, a
  * test's tracemalloc.start() that it never stops) forwards each call to
@@ -177,8 +200,6 @@ static __thread lc__counts *my_counts __attribute__((tls_model("initial-exec")))
  * `gate` is 0 outside a gate; domain + 1 inside one until our hook of
  * that domain takes the call; GATE_SPENT after. */
 #define GATE_SPENT (-1)
-
-static __thread int gate __attribute__((tls_model("initial-exec")));
 
 /* 1 when a call reaching our hook of domain d (not nested in another of
  * our calls) is the code's, to be counted. */
@@ -208,13 +229,8 @@ claim(int d)
  * record was counted when tracemalloc allocated it, outside any call of
  * ours: so such a free counts too, or a test that starts and stops
  * tracemalloc reads a block per traced free or move as growth.  Under a
- * gate the record was not counted, nor is its free. */
-static __thread struct {
-    void *watch;
-    void *out;
-    size_t freed;
-    int resizing;
-} nest __attribute__((tls_model("initial-exec")));
+ * gate the record was not counted, nor is its free.  (`nest`: a field of
+ * hook_thread, above.) */
 
 static inline void
 spin_lock(char *l)
