@@ -769,6 +769,14 @@ lc__heap_doc(void)
  *   many threads at once as the stack cache keeps, each calling malloc,
  *   fills both.  A test that runs more threads at once, or threads with
  *   smaller stacks, can still grow them.
+ *   The cache frees its oldest stacks once it holds more than 40 MiB, so
+ *   the threads of the default stack size are as many as fit in it with
+ *   their guard pages (4 of 8 MiB), and the others, which take an arena
+ *   each as well, get a small stack: more would evict stacks cached
+ *   before the first reading, such as a thread's that the program ran
+ *   first to warm its code up (its next thread, in the program's first
+ *   scope, would then get a new stack and TLS vector, and read as
+ *   growth).
  * - stdio allocates a stream's buffer on its first use: a test printing
  *   for the first time would grow 4 KiB and more.  setvbuf() with no
  *   buffer makes glibc allocate it now, the same size it would pick; a
@@ -777,6 +785,7 @@ lc__heap_doc(void)
  */
 #define LC__STACK_CACHE (40u * 1024 * 1024)
 #define LC__WARM_THREADS_MAX 8
+#define LC__WARM_SMALL_STACK (64u * 1024)
 
 /* The warming threads: each takes an arena with its first malloc and
  * holds it until all of them have one, so that each gets its own. */
@@ -807,20 +816,38 @@ warm_threads(void)
 {
     const struct timespec pause = {0, 1000 * 1000};
     pthread_t t[LC__WARM_THREADS_MAX];
-    pthread_attr_t attr;
-    size_t stack = 8u * 1024 * 1024;
+    pthread_attr_t attr, small;
+    size_t stack = 8u * 1024 * 1024, guard = 4096;
     int64_t threads = lc__threads_now();
-    int n = 0, want, i;
+    int n = 0, want, fit, i, have_small;
 
     if (pthread_getattr_default_np(&attr) == 0) {
         (void)pthread_attr_getstacksize(&attr, &stack);
+        (void)pthread_attr_getguardsize(&attr, &guard);
         pthread_attr_destroy(&attr);
     }
     want = stack ? (int)(LC__STACK_CACHE / stack) + 1 : 1;
     if (want > LC__WARM_THREADS_MAX)
         want = LC__WARM_THREADS_MAX;
-    while (n < want && pthread_create(&t[n], NULL, warming, NULL) == 0)
-        n++;
+    fit = stack ? (int)(LC__STACK_CACHE / (stack + guard)) : want;
+    have_small = pthread_attr_init(&small) == 0;
+    if (have_small &&
+            pthread_attr_setstacksize(&small, LC__WARM_SMALL_STACK) != 0) {
+        pthread_attr_destroy(&small);
+        have_small = 0;
+    }
+    for (; n < want; n++) {
+        const pthread_attr_t *a = NULL;
+        if (n >= fit) {
+            if (!have_small)
+                break;
+            a = &small;
+        }
+        if (pthread_create(&t[n], a, warming, NULL) != 0)
+            break;
+    }
+    if (have_small)
+        pthread_attr_destroy(&small);
     pthread_mutex_lock(&warm.lock);
     while (warm.ready < n)
         pthread_cond_wait(&warm.cond, &warm.lock);

@@ -140,6 +140,40 @@ def test_a_scope_in_a_thread_of_its_own(leaky):
     assert results == [False, ["blocks", "py_allocs"]]
 
 
+# A program that runs a thread before its first scope, then the same in
+# the scope: the engine settles glibc's heap at its first reading
+# (c_api/src/heap.c), and must not evict the stack that first thread left
+# in glibc's cache, or the second gets a new stack and TLS vector.
+FIRST_THREAD = """\
+import importlib.util
+import sys
+
+import leakcheck
+
+spec = importlib.util.spec_from_file_location("leakylib", sys.argv[1])
+leaky = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(leaky)
+leaky.clean_thread("lc-warm")
+for _ in range(3):
+    with leakcheck.scope():
+        leaky.clean_thread("lc-joined")
+print("clean")
+"""
+
+
+def test_a_thread_run_before_the_first_scope_keeps_its_stack(
+        tmp_path, leakylib_build):
+    """The engine's first reading leaves the threads' stacks glibc cached
+    before it: a joined thread of a small stack (64 KiB), run once before
+    the process's first scope and again in it, grows nothing there."""
+    script = tmp_path / "first_thread.py"
+    script.write_text(FIRST_THREAD)
+    proc = subprocess.run([sys.executable, str(script), leakylib_build()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == "clean\n"
+
+
 STRESS = pathlib.Path(__file__).parents[3] / "bench" / "stress_threads.py"
 
 
