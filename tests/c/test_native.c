@@ -321,6 +321,37 @@ START_TEST(clean_threads_scope)
 }
 END_TEST
 
+/* A thread of a small stack run once before the first scope (a test
+ * warming its code up), then again in it: the engine's settling at its
+ * first reading must not make glibc drop that thread's cached stack. */
+static void *
+small_worker(void *arg)
+{
+    return arg;
+}
+
+static void
+run_small_thread(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    ck_assert_int_eq(pthread_attr_init(&attr), 0);
+    ck_assert_int_eq(pthread_attr_setstacksize(&attr, 64 * 1024), 0);
+    ck_assert_int_eq(pthread_create(&t, &attr, small_worker, NULL), 0);
+    pthread_attr_destroy(&attr);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+START_TEST(clean_threads_scope_warmed_first)
+{
+    run_small_thread();
+    LEAK_SCOPE_BEGIN(s);
+    run_small_thread();
+    LEAK_SCOPE_END(s);
+}
+END_TEST
+
 /* Three threads at once, each allocating: glibc keeps their stacks for
  * reuse, which the engine settled before the first snapshot. */
 static void *
@@ -513,6 +544,7 @@ native_suite(void)
     harness_add(s, leak_threads_scope);
     harness_add(s, clean_threads_scope);
     harness_add(s, clean_threads_scope_three);
+    harness_add(s, clean_threads_scope_warmed_first);
     harness_add(s, leak_native_bytes_repeat);
     harness_add(s, clean_native_bytes_repeat);
     harness_add(s, clean_native_bytes_repeat_cache);
