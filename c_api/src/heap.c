@@ -131,10 +131,18 @@ static struct {
     int owner_forks;            /* 1 while the owner is in fork()          */
 } tcache;
 
+/* The calling thread's id, asked of the kernel once per thread (a system
+ * call at every reading was two a test under the pytest plugin).  A
+ * child forked by the owner asks again: tcache_child_forked() forgets the
+ * forking thread's id first. */
+static __thread pid_t my_tid;
+
 static pid_t
 thread_id(void)
 {
-    return (pid_t)syscall(SYS_gettid);
+    if (my_tid == 0)
+        my_tid = (pid_t)syscall(SYS_gettid);
+    return my_tid;
 }
 
 /* A child forked by the owner goes on with the owner's cache, at the same
@@ -154,6 +162,7 @@ tcache_parent_forked(void)
 static void
 tcache_child_forked(void)
 {
+    my_tid = 0;                 /* the parent's thread's id */
     if (tcache.owner_forks)
         tcache.owner = thread_id();
     else
