@@ -325,11 +325,10 @@ def settle():
         except Exception:
             pass
     plan = _plan
-    for clear in plan.clears:
-        try:
-            clear()
-        except Exception:
-            pass
+    try:
+        _core.call_each(plan.clears)    # each in turn, in C
+    except Exception:
+        pass
     _clear_linecache(modules.get("linecache"))
     # The loops over every ABC and every module run in C: settling runs
     # before every snapshot.

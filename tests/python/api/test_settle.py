@@ -335,6 +335,32 @@ def test_clear_registries_counts_what_it_emptied():
     assert seen == bytearray([1, 0, 0])
 
 
+def test_call_each_calls_every_clear_past_one_that_raises():
+    called = []
+
+    def failing():
+        called.append("failing")
+        raise RuntimeError("a renamed stdlib internal")
+
+    clears = (lambda: called.append("first"), failing,
+              lambda: called.append("last"))
+    assert _core.call_each(clears) == 2
+    assert called == ["first", "failing", "last"]
+
+
+def test_call_each_lets_an_interrupt_through():
+    called = []
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.call_each((interrupted, lambda: called.append("after")))
+    assert called == []
+    with pytest.raises(TypeError, match="tuple"):
+        _core.call_each([interrupted])
+
+
 def test_a_light_clear_empties_only_the_registries_seen_before():
     seen_one = {"__warningregistry__": {("a", Warning, 1): True}}
     new_one = {"__warningregistry__": {("b", Warning, 2): True}}
