@@ -243,8 +243,8 @@ def _start(item, nextitem, state, costs, markers=None):
         return None
     costs.lap()                         # the settings and the series
     journaled = costs.journaled()
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
-                                       location=item.location)
+    ihook = item.ihook          # a property that looks conftests up: once
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     costs.pytests_own(journaled)
     runs = perrun.Runs(item)
     progress = progressmod.Progress(item.config, item.name, state.worker_id)
@@ -253,7 +253,8 @@ def _start(item, nextitem, state, costs, markers=None):
     # the runner makes ready what pytest keeps of that run.
     runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
                         timed=functools.partial(_pytests_setup, runs, costs,
-                                                state.freezer, item.config))
+                                                state.freezer, item.config),
+                        ihook=ihook)
     return _Hunt(item, state, settings, series, runs, progress, runner,
                  costs)
 
@@ -280,11 +281,12 @@ def _no_settle(item):
     pass
 
 
-def _settle_hook(item):
-    """The pytest_leakcheck_settle hook of `item`'s conftests and plugins,
-    or a function that does nothing when none implements it (calling
-    pluggy with nothing to call costs microseconds a snapshot)."""
-    hook = item.ihook.pytest_leakcheck_settle
+def _settle_hook(ihook):
+    """The pytest_leakcheck_settle hook of an item's conftests and plugins
+    (`ihook`: item.ihook), or a function that does nothing when none
+    implements it (calling pluggy with nothing to call costs microseconds
+    a snapshot)."""
+    hook = ihook.pytest_leakcheck_settle
     return hook if hook.get_hookimpls() else _no_settle
 
 
@@ -302,7 +304,7 @@ def _run_series(h):
     reports = None
     failure = None      # the report of a failed extra run
     error = None        # the engine's exception
-    settle = _settle_hook(item)
+    settle = _settle_hook(runner.ihook)
     # Both floats exist before the first snapshot: made by the first
     # measured run, they would be its growth.
     run_time = float(0)

@@ -104,7 +104,7 @@ def call_and_report(item, when, interact=False, **kwds):
     return report
 
 
-def report_standins(item):
+def report_standins(item, ihook):
     """Three reports of a passing run (setup, call, teardown), made through
     pytest_runtest_makereport before the snapshot that precedes the
     reported run, and dropped before the one after it.  The reported run's
@@ -118,17 +118,18 @@ def report_standins(item):
     failures only add to it), so a stand-in never hides growth.  None when
     they cannot be made: the run then reads its reports as growth and is
     not taken for a measured run.  The item's funcargs are a dict while
-    they are made, as in a run (pytest-benchmark's hook reads them)."""
+    they are made, as in a run (pytest-benchmark's hook reads them).
+    `ihook`: item.ihook, read once for the hunt."""
     none = getattr(item, "funcargs", {}) is None
     if none:
         item.funcargs = {}
     try:
         reports = (pytest_private.standin_reports(item)
                    if _of_impls(item.config,
-                                item.ihook.pytest_runtest_makereport,
+                                ihook.pytest_runtest_makereport,
                                 _standins_known) else None)
         if reports is None:
-            reports = [item.ihook.pytest_runtest_makereport(
+            reports = [ihook.pytest_runtest_makereport(
                            item=item, call=pytest_private.passed_call(when))
                        for when in ("setup", "call", "teardown")]
         # tmp_path's teardown deletes the phases' outcomes the stand-ins
@@ -184,6 +185,11 @@ def outcome_of(reports):
     """The outcome of a run from its reports: "passed", "failed" (the call
     failed), "error" (setup or teardown failed), "skipped", "xfailed" or
     "xpassed"."""
+    for rep in reports:         # the common case first: all passed
+        if rep.outcome != "passed" or hasattr(rep, "wasxfail"):
+            break
+    else:
+        return "passed"
     for rep in reports:
         if rep.failed:
             return "failed" if rep.when == "call" else "error"
@@ -451,7 +457,7 @@ def _of_impls(config, hook, decide):
         return found
 
 
-def preset_neighbour_hooks(item, nextitem):
+def preset_neighbour_hooks(item, nextitem, ihook):
     """Calls the harmless implementations of pytest_runtest_setup and
     pytest_runtest_teardown that are not pytest's own nor this plugin's
     (neighbours.HARMLESS_HOOKS) once, before the snapshot that precedes
@@ -459,8 +465,8 @@ def preset_neighbour_hooks(item, nextitem):
     then, not in that run (pytest-randomly caches the CRC of each node id,
     for good; pytest-rerunfailures sets two attributes on the item).  They
     set only what the run's own calls set again (the seed of `random`
-    first of all), and what they raise the run raises."""
-    ihook = item.ihook
+    first of all), and what they raise the run raises.  `ihook`:
+    item.ihook, read once for the hunt."""
     for hook in (ihook.pytest_runtest_teardown, ihook.pytest_runtest_setup):
         impls = _of_impls(item.config, hook, _neighbours_to_preset)
         if not impls:
@@ -585,9 +591,18 @@ class ItemRunner:
     real ones exist)."""
 
     def __init__(self, item, nextitem, read_reported=False,
-                 timed=contextlib.nullcontext):
+                 timed=contextlib.nullcontext, ihook=None):
         self.item = item
         self.nextitem = nextitem
+        # item.ihook, read once: the property looks the item's conftests
+        # up at each read (`ihook`: the caller's reading, when it made one).
+        self.ihook = item.ihook if ihook is None else ihook
+        # The nodes from the session down to the item, and to the next
+        # item: each run's teardown compares them (listchain() makes a
+        # list, walking up the tree, at each call).
+        self._chain = item.listchain()
+        self._next_chain = (nextitem.listchain() if nextitem is not None
+                            else None)
         # The teardown target of every run but the last: the item's
         # parent, whose chain keeps every collector (and its fixtures) up.
         self._parent = item.parent
@@ -653,15 +668,15 @@ class ItemRunner:
         """Makes what pytest keeps of the reported run, before the snapshot
         that precedes it (see the class)."""
         item = self.item
-        preset_neighbour_hooks(item, self.nextitem)
+        preset_neighbour_hooks(item, self.nextitem, self.ihook)
         neighbours.preset_async_item(item)
-        pytest_private.check_node_types(item)
+        pytest_private.check_node_types(item, self._chain)
         if self._preset_collectors():
             self._set_up_shared(timed)
         preset_current_test(item)
         self._preset_tmp_path()
         pytest_private.preset_xfail_marks(item)
-        self._standins = report_standins(item)
+        self._standins = report_standins(item, self.ihook)
 
     def _next_for_teardown(self):
         """The item the last teardown prepares for: pytest's nextitem, or
@@ -674,9 +689,10 @@ class ItemRunner:
     def _needs_wider_teardown(self):
         """Whether tearing down for the next item tears down more than the
         item itself (the item is the last of its module, class, ...)."""
-        nextitem = self._next_for_teardown()
-        chain = self.item.listchain()[:-1]
-        return nextitem is None or nextitem.listchain()[:len(chain)] != chain
+        if self._next_for_teardown() is None:
+            return True
+        chain = self._chain[:-1]
+        return self._next_chain[:len(chain)] != chain
 
     def _protocol(self, interact, extra):
         """setup, call (when setup passed), teardown: a copy of pytest's
@@ -719,7 +735,7 @@ class ItemRunner:
         stack = pytest_private.setup_stack(self.item.session)
         if stack is None:
             return False
-        chain = self.item.listchain()[:-1]
+        chain = self._chain[:-1]
         nodes = list(stack)
         if nodes != chain[:len(nodes)] or \
                 not pytest_private.stack_settled(stack):
