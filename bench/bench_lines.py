@@ -19,7 +19,8 @@ bench_instructions.py before and after a change too.
 The probes are fds and threads: the tracer's own counters grow at every
 new function, which the memory probes would read as each test's growth
 (every test would run again).  The Python work of a hunt is the same but
-for the readings themselves, which run in C.
+for its loops over the probes (two here, seven by default: the record's
+deltas and thresholds), and the readings run in C either way.
 """
 
 import argparse
