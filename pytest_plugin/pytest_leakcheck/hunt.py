@@ -251,10 +251,10 @@ def _start(item, nextitem, state, costs, markers=None):
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
     # the runner makes ready what pytest keeps of that run.
-    runner = ItemRunner(item, nextitem, read_reported=settings.warmup == 1,
+    runner = ItemRunner(item, nextitem, ihook,
+                        read_reported=settings.warmup == 1,
                         timed=functools.partial(_pytests_setup, runs, costs,
-                                                state.freezer, item.config),
-                        ihook=ihook)
+                                                state.freezer, item.config))
     return _Hunt(item, state, settings, series, runs, progress, runner,
                  costs)
 

@@ -310,7 +310,7 @@ def _node_classes(chain):
     return classes
 
 
-def check_node_types(item, chain=None):
+def check_node_types(item, chain):
     """pytest's node classes are ABCs (pytest 8 on): the first isinstance()
     of a node of a new type against one of them (a test class's node
     against Session, as getparent() asks) stores the type in that class's
@@ -318,10 +318,8 @@ def check_node_types(item, chain=None):
     so that first check is made here, before the snapshot that precedes
     the reported run, for every node of the item's chain against every
     node class, once per node type of the session.  `chain`:
-    item.listchain(), when the caller holds it."""
+    item.listchain()."""
     seen = item.session.stash.setdefault(_CHECKED_NODE_TYPES, set())
-    if chain is None:
-        chain = item.listchain()
     if all(type(node) in seen for node in chain):
         return
     classes = _node_classes(chain)

@@ -590,13 +590,13 @@ class ItemRunner:
     entry for its xfail marks, stand-ins of its reports (dropped once the
     real ones exist)."""
 
-    def __init__(self, item, nextitem, read_reported=False,
-                 timed=contextlib.nullcontext, ihook=None):
+    def __init__(self, item, nextitem, ihook, read_reported=False,
+                 timed=contextlib.nullcontext):
         self.item = item
         self.nextitem = nextitem
-        # item.ihook, read once: the property looks the item's conftests
-        # up at each read (`ihook`: the caller's reading, when it made one).
-        self.ihook = item.ihook if ihook is None else ihook
+        # item.ihook, read once by the caller: the property looks the
+        # item's conftests up at each read.
+        self.ihook = ihook
         # The nodes from the session down to the item, and to the next
         # item: each run's teardown compares them (listchain() makes a
         # list, walking up the tree, at each call).
