@@ -1534,6 +1534,24 @@ series_warmup_measured(SeriesObject *self, PyObject *unused)
     return PyBool_FromLong(lc_series_warmup_measured(self->series));
 }
 
+/* The delta of `probe` in the last warm-up run, or None when that run
+ * was not read (lc_series_warmup_delta). */
+static PyObject *
+series_warmup_delta(SeriesObject *self, PyObject *arg)
+{
+    int probe, rc;
+    int64_t d;
+
+    if (probe_arg(arg, &probe) < 0)
+        return NULL;
+    rc = lc_series_warmup_delta(self->series, probe, &d);
+    if (rc == LC_EUNAVAIL)
+        Py_RETURN_NONE;
+    if (check(rc) < 0)
+        return NULL;
+    return PyLong_FromLongLong((long long)d);
+}
+
 static PyObject *
 series_delta(SeriesObject *self, PyObject *args)
 {
@@ -1615,6 +1633,7 @@ static PyMethodDef series_methods[] = {
     {"runs", (PyCFunction)series_runs, METH_NOARGS, NULL},
     {"warmup_measured", (PyCFunction)series_warmup_measured, METH_NOARGS,
      NULL},
+    {"warmup_delta", (PyCFunction)series_warmup_delta, METH_O, NULL},
     {"delta", (PyCFunction)series_delta, METH_VARARGS, NULL},
     {"deltas", (PyCFunction)series_deltas, METH_VARARGS, NULL},
     {"threshold", (PyCFunction)series_threshold, METH_O, NULL},

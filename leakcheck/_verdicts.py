@@ -427,7 +427,10 @@ class Series:
     Once next() has returned False: ``leaked``, ``leaking`` (names),
     ``runs`` (measured runs), ``main_runs`` (those before suspects ran on),
     ``warmup_measured`` (the last warm-up run
-    grew nothing and was the measured run), ``probes`` (names compared),
+    grew nothing and was the measured run), ``warmup_growth`` ({name:
+    delta} of the probes that last warm-up run moved, read but not the
+    measured run: what made the measured runs due; empty otherwise),
+    ``probes`` (names compared),
     ``deltas``
     ({name: [delta per run]}), ``thresholds`` ({name: int}), ``unread``
     ({name: why} for probes asked for but not compared), ``threads``
@@ -477,6 +480,7 @@ class Series:
         self.runs = 0
         self.main_runs = 0
         self.warmup_measured = False
+        self.warmup_growth: dict[str, int] = {}
         self.probes: list[str] = []
         self.deltas: dict[str, list[int]] = {}
         self.thresholds: dict[str, int] = {}
@@ -553,7 +557,9 @@ class Series:
         self.leaked = bool(self.leaking)
         self.runs = runs
         self.main_runs = core.main_runs()
-        self.warmup_measured = core.warmup_measured()
+        self.warmup_measured = measured = core.warmup_measured()
+        if not measured:
+            self.warmup_growth = _warmup_growth(core, self.probes)
         self.unread = unread(self._asked, self.probes,
                              _core.hook_restored() - self._restores)
         self.threads = _still_running(self._others)
@@ -568,6 +574,17 @@ class Series:
                  f"leaked: {', '.join(self.leaking)}" if self.leaked
                  else "clean")
         return f"<leakcheck.Series {self.name!r} {state}, {self.runs} runs>"
+
+
+def _warmup_growth(core, probes):
+    """{name: delta} of `probes` that the last warm-up run moved, as the
+    engine read it; {} when it did not read that run."""
+    growth = {}
+    for name in probes:
+        delta = core.warmup_delta(index_of(name))
+        if delta:
+            growth[name] = delta
+    return growth
 
 
 def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,

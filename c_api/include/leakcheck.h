@@ -282,6 +282,12 @@ unsigned lc_series_confirming(const lc_series *series);
 int lc_series_confirm_runs(const lc_series *series);
 /* 1 when the last warm-up run grew nothing and was the measured run. */
 int lc_series_warmup_measured(const lc_series *series);
+/* The delta of `probe` in the last warm-up run, read at both of its ends
+ * (what made more runs due when it was not the measured run);
+ * LC_EUNAVAIL when that run was not read (no warm-up run, a reading that
+ * failed, a probe not read at both ends). */
+int lc_series_warmup_delta(const lc_series *series, int probe,
+                           int64_t *delta);
 /* The delta of `probe` in measured run `run` (0-based); in a confirming
  * run (from lc_series_runs() - lc_series_confirm_runs() on), only of the
  * probes confirmed: LC_EUNAVAIL for the others. */

@@ -125,6 +125,9 @@ struct lc_series {
     int has_pre;
     int warmup_measured;                /* the last warm-up run was read
                                          * as the measured run            */
+    unsigned warm_read;                 /* probes read at both ends of the
+                                         * last warm-up run               */
+    int64_t warm[LC_PROBE_COUNT];       /* their deltas in that run        */
     int64_t *deltas;                    /* [max_runs][LC_PROBE_COUNT]      */
     int confirm;                        /* confirm byte-probe verdicts     */
     unsigned main_leaking;              /* leaking when the runs before
@@ -485,9 +488,15 @@ static int
 begin(lc_series *s, unsigned read, unsigned warm_read, int whole,
       const int64_t *warm)
 {
+    int p;
+
     s->compared = s->alive = read;
     if (warm == NULL)
         return 1;
+    s->warm_read = warm_read;
+    for (p = 0; p < LC_PROBE_COUNT; p++)
+        if (warm_read & LC_PROBE_BIT(p))
+            s->warm[p] = warm[p];
     if (!s->thorough && whole && read != 0 && warm_read == read &&
         warmup_grew_nothing(s, warm)) {
         measure(s, read, warm);
@@ -704,6 +713,19 @@ int
 lc_series_warmup_measured(const lc_series *s)
 {
     return s ? s->warmup_measured : 0;
+}
+
+int
+lc_series_warmup_delta(const lc_series *s, int probe, int64_t *delta)
+{
+    if (probe < 0 || probe >= LC_PROBE_COUNT)
+        return LC_ENOPROBE;
+    if (s == NULL || delta == NULL)
+        return LC_EINVAL;
+    if (!(s->warm_read & LC_PROBE_BIT(probe)))
+        return LC_EUNAVAIL;
+    *delta = s->warm[probe];
+    return LC_OK;
 }
 
 int

@@ -24,7 +24,10 @@ process died while it ran) holds RECORD_FIELDS:
     the test: a bad marker argument, a test that passed then failed when
     run again, an engine error, a crash), reason, file and line (where the
     test is defined, relative to the rootdir), warmup, repeat, runs,
-    warmup_measured, probes, leaking, deltas {probe: [int per run]},
+    warmup_measured, warmup_growth (null, or {probe: int}: what the last
+    warm-up run grew or freed, read but not taken for the measured run, so
+    that more runs were due: the reported run's first fills, say), probes,
+    leaking, deltas {probe: [int per run]},
     thresholds {probe: int}, diagnosis (null or Diagnosis.to_dict()),
     worker, unread {probe: why it was asked for but not compared}, threads
     (other threads that ran while it measured), test_runs (times the test
@@ -77,9 +80,9 @@ RANK = {v: len(VERDICTS) - i for i, v in enumerate(VERDICTS)}
 
 RECORD_FIELDS = ("id", "verdict", "outcome", "known", "reason", "file",
                  "line", "warmup", "repeat", "runs", "warmup_measured",
-                 "probes", "leaking", "deltas", "thresholds", "diagnosis",
-                 "worker", "unread", "threads", "test_runs", "hunt_seconds",
-                 "judged", "hunt_costs")
+                 "warmup_growth", "probes", "leaking", "deltas",
+                 "thresholds", "diagnosis", "worker", "unread", "threads",
+                 "test_runs", "hunt_seconds", "judged", "hunt_costs")
 
 # What leakcheck adds to a test, in a record's hunt_costs; the summary's
 # "costs" adds the report's own, SESSION_COSTS.
@@ -101,7 +104,8 @@ def merged(verdicts):
 
 def record(id, verdict, outcome, *, known=False, judged=True, reason=None,
            file=None, line=None, warmup=None, repeat=None, runs=0,
-           warmup_measured=False, probes=(), leaking=(), deltas=None,
+           warmup_measured=False, warmup_growth=None, probes=(),
+           leaking=(), deltas=None,
            thresholds=None, diagnosis=None, worker=None, unread=None,
            threads=(), test_runs=0, hunt_seconds=0.0, hunt_costs=None):
     """A test's report record, its fields in RECORD_FIELDS' order (see the
@@ -116,6 +120,7 @@ def record(id, verdict, outcome, *, known=False, judged=True, reason=None,
              "known": bool(known), "reason": reason, "file": file,
              "line": line, "warmup": warmup, "repeat": repeat, "runs": runs,
              "warmup_measured": bool(warmup_measured),
+             "warmup_growth": dict(warmup_growth) if warmup_growth else None,
              "probes": list(probes), "leaking": list(leaking),
              "deltas": {k: list(v) for k, v in (deltas or {}).items()},
              "thresholds": dict(thresholds or {}), "diagnosis": diagnosis,

@@ -635,6 +635,7 @@ def _record(item, state, settings, verdict, outcome, series=None,
     if series is not None:
         fields.update(runs=series.runs, probes=series.probes,
                       warmup_measured=series.warmup_measured,
+                      warmup_growth=series.warmup_growth,
                       leaking=series.leaking, deltas=series.deltas,
                       thresholds=series.thresholds, unread=series.unread,
                       threads=series.threads)

@@ -14,6 +14,8 @@ MSG_LEAK = "{probe} {growth} per run{also}"
 MSG_LEAK_ALSO = "; also {probes}"
 MSG_VERBOSE_RUNS = "{word} ({runs} runs)"
 MSG_VERBOSE_RUNS_TIME = "{word} ({runs} runs, +{seconds:.2f}s)"
+MSG_VERBOSE_GROWTH = ("{word} ({runs} runs, +{seconds:.2f}s; the warm-up "
+                      "run grew {growth})")
 MSG_HUNT_TIME = ("leakcheck: hunting added {seconds:.2f}s over {tests} "
                  "test{s} ({runs} runs beyond the reported ones); slowest:")
 MSG_HUNT_LINE = "{seconds:.2f}s {runs:>3} runs  {id}"
@@ -119,7 +121,12 @@ def teststatus(report, config):
             "red": True}
     else:
         return None
-    if verbosity >= 2 and runs > 1:
+    growth = rec.get("warmup_growth")
+    if verbosity >= 2 and runs > 1 and growth:
+        word = MSG_VERBOSE_GROWTH.format(
+            word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0,
+            growth=growth_text(growth))
+    elif verbosity >= 2 and runs > 1:
         word = MSG_VERBOSE_RUNS_TIME.format(
             word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0)
     elif verbosity >= 1 and runs > 1:
@@ -127,6 +134,13 @@ def teststatus(report, config):
     if _PLAIN_WORDS:
         return category, letter, word
     return category, letter, (word, markup)
+
+
+def growth_text(growth):
+    """A record's warmup_growth as the verbose line says it: "blocks +2,
+    objects +1"."""
+    return ", ".join(f"{name} {delta:+d}" for name, delta in growth.items()
+                     if isinstance(delta, int))
 
 
 # pytest before 8 prints a (word, markup) pair as it is in the short test

@@ -66,6 +66,8 @@ typedef int (*pattern_fn)(int i);
 
 typedef struct {
     int body_runs, runs, main_runs, leaked, warmup_measured;
+    int warm_rc;                /* lc_series_warmup_delta()'s, for fds */
+    int64_t warm;               /* the delta it gave */
     char report[LC_REPORT_MAX];
 } outcome;
 
@@ -91,6 +93,7 @@ run(const char *name, int warmup, int repeat, int thorough, pattern_fn f)
     o.main_runs = lc_series_main_runs(s);
     o.leaked = lc_series_leaked(s);
     o.warmup_measured = lc_series_warmup_measured(s);
+    o.warm_rc = lc_series_warmup_delta(s, LC_PROBE_FDS, &o.warm);
     lc_series_report(s, o.report, sizeof o.report);
     lc_series_free(s);
     drop_all();
@@ -163,12 +166,22 @@ test_default_mode(void)
     o = run("nothing", 1, 4, 0, nothing);
     expect(o.leaked == 0 && o.body_runs == 1 && o.warmup_measured == 1,
            "a clean body costs its warm-up run alone (%d)", o.body_runs);
+    expect(o.warm_rc == LC_OK && o.warm == 0,
+           "its warm-up run reads as nothing (rc %d, %lld)", o.warm_rc,
+           (long long)o.warm);
 
     o = run("first_only", 1, 4, 0, first_only);
     expect(o.leaked == 0 && o.body_runs == 3 && o.runs == 2,
            "growth in the warm-up run alone: two measured runs follow, a "
            "leak every second run would have grown in one (%d body runs)",
            o.body_runs);
+    expect(o.warm_rc == LC_OK && o.warm == 1,
+           "the warm-up delta says what made them due: fds %+lld (rc %d)",
+           (long long)o.warm, o.warm_rc);
+
+    o = run("first_only_no_warmup", 0, 4, 0, first_only);
+    expect(o.warm_rc == LC_EUNAVAIL,
+           "no warm-up run, none read (rc %d)", o.warm_rc);
 
     o = run("dies_out", 1, 4, 0, dies_out);
     expect(o.leaked == 0 && o.main_runs == 4 && o.runs > 4 &&

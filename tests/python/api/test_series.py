@@ -54,6 +54,29 @@ def test_a_clean_twin_stops_after_one_measured_run(case, leaky):
     assert measured[-1] is True, (measured, series.report())
 
 
+def test_warmup_growth_says_what_made_the_measured_runs_due():
+    kept = []
+
+    def fills_once():
+        if not kept:
+            kept.append([])     # a list, and a place in `kept` for it
+
+    series, calls = run_series(fills_once, warmup=1, repeat=4,
+                               probes=["blocks", "objects", "fds"])
+    assert series.leaked is False and not series.warmup_measured
+    assert calls >= 2
+    assert series.warmup_growth["blocks"] >= 2, series.warmup_growth
+    assert series.warmup_growth["objects"] == 1, series.warmup_growth
+    assert "fds" not in series.warmup_growth    # read, and moved nothing
+    # Warm now: the warm-up run is the measured run, and grew nothing.
+    series, calls = run_series(fills_once, warmup=1, repeat=4,
+                               probes=["blocks", "objects"])
+    assert series.warmup_measured and series.warmup_growth == {}
+    # No warm-up run: nothing was read of one.
+    series, _ = run_series(fills_once, warmup=0, repeat=2, probes="blocks")
+    assert series.warmup_growth == {}
+
+
 def test_next_keeps_returning_false_once_done():
     series, _ = run_series(lambda: None, warmup=0, repeat=2, probes="objects")
     assert series.next() is False and series.next() is False

@@ -38,7 +38,8 @@ def test_skips():
 
 RECORD_KEYS = {"id", "verdict", "outcome", "known", "reason", "file",
                "line", "warmup",
-               "repeat", "runs", "warmup_measured", "probes", "leaking",
+               "repeat", "runs", "warmup_measured", "warmup_growth",
+               "probes", "leaking",
                "deltas", "thresholds",
                "diagnosis", "worker", "unread", "threads", "test_runs",
                "hunt_seconds", "judged", "hunt_costs"}

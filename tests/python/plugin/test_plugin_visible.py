@@ -43,10 +43,18 @@ def test_verbose_line_says_how_many_runs(pytester, read_report, verbosity,
     result.assert_outcomes(passed=1, failed=2)
     recs = read_report()[1]
     assert recs[IDS[0]]["test_runs"] >= 2
+    # What its first run grew (a list, and its place in _ONCE) is what
+    # made the runs after it due, and the record says so.
+    assert recs[IDS[0]]["warmup_growth"]["blocks"] >= 2, recs[IDS[0]]
     for test_id, word in zip(IDS, ("PASSED", "LEAKED", "LEAKED")):
         runs = recs[test_id]["test_runs"]
+        growth = recs[test_id]["warmup_growth"]
         if verbosity == "-v":
             shown = terminal.MSG_VERBOSE_RUNS.format(word=word, runs=runs)
+        elif growth:
+            shown = terminal.MSG_VERBOSE_GROWTH.format(
+                word=word, runs=runs, seconds=0,
+                growth=terminal.growth_text(growth)).replace("0.00", "*")
         else:
             shown = terminal.MSG_VERBOSE_RUNS_TIME.format(
                 word=word, runs=runs, seconds=0).replace("0.00", "*")

@@ -25,8 +25,10 @@ def test_a_record_keeps_every_field_and_adds_judged():
         deltas={"blocks": (0, 0, 0)}, thresholds={"blocks": 1},
         diagnosis=None, worker="gw0", unread={"refs": "release build"},
         threads=["t"], test_runs=4, hunt_seconds=0.25, judged=True)
-    assert set(rec) == PLUGIN_FIELDS | {"judged", "hunt_costs"}
+    assert set(rec) == PLUGIN_FIELDS | {"judged", "hunt_costs",
+                                        "warmup_growth"}
     assert tuple(rec) == lcreport.RECORD_FIELDS
+    assert rec["warmup_growth"] is None
     assert rec["deltas"] == {"blocks": [0, 0, 0]}
     assert rec["judged"] is True and rec["worker"] == "gw0"
     assert rec["warmup_measured"] is True and rec["test_runs"] == 4
