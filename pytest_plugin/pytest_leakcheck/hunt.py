@@ -198,9 +198,9 @@ def hunt(item, nextitem, state, now=None, markers=None):
     # replaces on 3.14 and 3.15: the freezer gives every logger a new one,
     # cpython.fresh_handler_lists().)
     costs = perrun.Costs(state.report, now)
-    state.freezer.begin(item.config)
+    froze = state.freezer.begin(item.config)
     costs.snapshots = costs.lap()
-    h = _start(item, nextitem, state, costs, markers)
+    h = _start(item, nextitem, state, costs, markers, froze)
     if h is None:
         return None
     reports, failure, error, run_time = _run_series(h)
@@ -220,10 +220,10 @@ def hunt(item, nextitem, state, now=None, markers=None):
                    and outcome == "passed")
 
 
-def _start(item, nextitem, state, costs, markers=None):
+def _start(item, nextitem, state, costs, markers=None, froze=False):
     """The test's settings, series, runs and runner, made before the
     series' first snapshot; None (the reason in BAD_SETTINGS) when its
-    settings are bad."""
+    settings are bad.  `froze`: the GC freezer froze for this test."""
     # pytest's own: where the test is, and the start of its log (less the
     # report's journal, a cost of its own), as pytest's protocol has them.
     journaled = costs.journaled()
@@ -247,6 +247,8 @@ def _start(item, nextitem, state, costs, markers=None):
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     costs.pytests_own(journaled)
     runs = perrun.Runs(item)
+    if froze:
+        runs.refresh()
     progress = progressmod.Progress(item.config, item.name, state.worker_id)
     # With one warm-up run, the engine reads the reported run too (a run
     # that grew nothing is the measured run: no other run is needed), and
@@ -274,6 +276,7 @@ def _pytests_setup(runs, costs, freezer, config):
     finally:
         costs.lap()
         if freezer.after_setup(config):
+            runs.refresh()
             costs.snapshots += costs.lap()
 
 

@@ -78,20 +78,23 @@ class _GcFreezer:
         return self.theirs
 
     def begin(self, config=None):
+        """Freezes what is alive, at the first checked test and when enough
+        was made since; True when it froze."""
         if self.refused:
-            return
+            return False
         if not self.ours:
             if gc.get_freeze_count() > self.baseline:
                 self.refused = True
-                return
+                return False
             self.ours = True
             gc.freeze = self._their_freeze
         elif self.theirs:
             self._release()
-            return
+            return False
         elif not self._young():
-            return
+            return False
         self._freeze(config)
+        return True
 
     def _freeze(self, config):
         gc.collect()
