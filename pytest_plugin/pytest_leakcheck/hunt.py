@@ -198,6 +198,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
     # replaces on 3.14 and 3.15: the freezer gives every logger a new one,
     # cpython.fresh_handler_lists().)
     costs = perrun.Costs(state.report, now)
+    perrun.await_watchdog(item.config)
     froze = state.freezer.begin(item.config)
     costs.snapshots = costs.lap()
     h = _start(item, nextitem, state, costs, markers, froze)

@@ -48,6 +48,56 @@ def _os_threads():
         return 0
 
 
+WATCHDOG = pytest.StashKey[object]()    # on the config: faulthandler_timeout
+
+
+def faulthandler_timeout(config):
+    """pytest's faulthandler_timeout in seconds, when set (else None): a
+    watchdog armed once around a test's whole protocol, so around all the
+    runs of a hunt."""
+    timeout = config.stash.get(WATCHDOG, False)
+    if timeout is False:
+        try:
+            timeout = float(config.getini("faulthandler_timeout") or 0) or None
+        except (ValueError, TypeError):
+            timeout = None
+        config.stash[WATCHDOG] = timeout
+    return timeout
+
+
+def await_watchdog(config):
+    """Before a hunt's first snapshot, under faulthandler_timeout: pytest
+    has just started faulthandler's watchdog thread for the test
+    (faulthandler.dump_traceback_later(), which starts one each time), and
+    that thread, once it runs, frees the block its start was handed in
+    (py_bytes, py_allocs) and gives itself glibc's per-thread cache
+    (native_bytes) before it sleeps until the limit.  Done while the
+    reported run ran, that read as its growth, and the test ran twice
+    more.  So the newest thread is given a little time to fall asleep."""
+    if faulthandler_timeout(config) is None:
+        return
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return
+    if len(tasks) < 2:
+        return
+    newest = max(tasks, key=int)
+    path = f"/proc/self/task/{newest}/stat"
+    deadline = time.monotonic() + THREAD_WAIT
+    while True:
+        try:
+            with open(path, "rb") as f:
+                stat = f.read()
+        except OSError:
+            return                  # gone already
+        # The state follows the command's closing parenthesis.
+        if stat[stat.rfind(b")") + 2:][:1] != b"R" or \
+                time.monotonic() > deadline:
+            return
+        time.sleep(0.0001)
+
+
 def remember_timeout(item, settings):
     """Records the settings pytest-timeout arms the test's timer with (the
     first time: later calls are leakcheck's own re-arming)."""

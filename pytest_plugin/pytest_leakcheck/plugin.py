@@ -188,19 +188,10 @@ def pytest_report_header(config):
                    if p.name in s.defaults.probes and not p.available]
         if missing:
             lines.append(MSG_UNAVAILABLE.format(probes="; ".join(missing)))
-    watchdog = _faulthandler_timeout(config)
+    watchdog = perrun.faulthandler_timeout(config)
     if watchdog:
         lines.append(MSG_FAULTHANDLER.format(timeout=watchdog))
     return lines or None
-
-
-def _faulthandler_timeout(config):
-    """pytest's faulthandler_timeout, when set: a watchdog armed once
-    around a test's whole protocol, so around all the runs of a hunt."""
-    try:
-        return float(config.getini("faulthandler_timeout") or 0) or None
-    except (ValueError, TypeError):
-        return None
 
 
 # ---- the hooks of a test --------------------------------------------------
