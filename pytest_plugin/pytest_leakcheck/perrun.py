@@ -36,8 +36,11 @@ RUNS = pytest.StashKey[object]()       # on an item under a hunt: its Runs
 TRACED_SLOWDOWN = 10
 
 
-# How long refresh() waits for the timer's thread to leave the process.
+# How long refresh() waits for the timer's thread to leave the process,
+# and await_watchdog() for the watchdog's thread to fall asleep (a bound:
+# were the newest thread another, busy one, each test would wait it out).
 THREAD_WAIT = 0.5
+WATCHDOG_WAIT = 0.05
 
 
 def _os_threads():
@@ -84,7 +87,7 @@ def await_watchdog(config):
         return
     newest = max(tasks, key=int)
     path = f"/proc/self/task/{newest}/stat"
-    deadline = time.monotonic() + THREAD_WAIT
+    deadline = time.monotonic() + WATCHDOG_WAIT
     while True:
         try:
             with open(path, "rb") as f:
