@@ -156,6 +156,8 @@ def preset_current_test(item):
     growth."""
     # os.putenv() is what os.environ's item assignment calls (setenv()),
     # without the encoding in Python and the dict entry that pop() drops.
+    if not _ENVIRON_GROWN:
+        _grow_environ()
     try:
         for when in ("setup", "call", "teardown"):
             os.putenv(_CURRENT_TEST, _current_test(item, when))
@@ -167,6 +169,36 @@ def preset_current_test(item):
 
 
 _CURRENT_TEST = "PYTEST_CURRENT_TEST"
+_ENVIRON_GROWN = []         # one True once _grow_environ() ran
+
+
+def _grow_environ():
+    """Grows os.environ's dict to the size pytest's runs keep it at, once,
+    before the first snapshot.  Each run sets PYTEST_CURRENT_TEST in it and
+    pops it at the end, and a dict's deleted entry is not reused: after
+    some runs its table is full and made anew, larger the first time only
+    (later ones come back to that size), which one test's reported run read
+    as py_bytes and native_bytes grown by a kilobyte (the fifth or sixth
+    test of a session, on 3.11).  Set and popped here until that happens
+    (a bounded number of times), with the value it has (a parent pytest's),
+    or none."""
+    _ENVIRON_GROWN.append(True)
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict):
+        return
+    kept = os.environ.get(_CURRENT_TEST)
+    size = sys.getsizeof(data)
+    try:
+        for _ in range(4 * len(data) + 64):
+            os.environ[_CURRENT_TEST] = kept or ""
+            os.environ.pop(_CURRENT_TEST)
+            if sys.getsizeof(data) != size:
+                break
+    except Exception:
+        pass
+    finally:
+        if kept is not None:
+            os.environ[_CURRENT_TEST] = kept
 # The plugin's module, whose pytest_runtest_makereport (hunt.on_report)
 # does nothing with the report of a checked test.
 _PLUGIN_MODULE = __name__.rpartition(".")[0] + ".plugin"
