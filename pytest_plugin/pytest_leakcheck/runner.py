@@ -178,8 +178,9 @@ def _grow_environ():
     pops it at the end, and a dict's deleted entry is not reused: after
     some runs its table is full and made anew, larger the first time only
     (later ones come back to that size), which one test's reported run read
-    as py_bytes and native_bytes grown by a kilobyte (the fifth or sixth
-    test of a session, on 3.11).  Set and popped here until that happens
+    as py_bytes and native_bytes grown by a kilobyte (an early test of the
+    session, the 5th to the 18th by how many variables the environment
+    holds, on 3.11).  Set and popped here until that happens
     (a bounded number of times), with the value it has (a parent pytest's),
     or none."""
     _ENVIRON_GROWN.append(True)
@@ -199,6 +200,8 @@ def _grow_environ():
     finally:
         if kept is not None:
             os.environ[_CURRENT_TEST] = kept
+
+
 # The plugin's module, whose pytest_runtest_makereport (hunt.on_report)
 # does nothing with the report of a checked test.
 _PLUGIN_MODULE = __name__.rpartition(".")[0] + ".plugin"

@@ -122,7 +122,7 @@ def teststatus(report, config):
     else:
         return None
     growth = rec.get("warmup_growth")
-    if verbosity >= 2 and runs > 1 and growth:
+    if verbosity >= 2 and runs > 1 and isinstance(growth, dict) and growth:
         word = MSG_VERBOSE_GROWTH.format(
             word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0,
             growth=growth_text(growth))
