@@ -26,8 +26,8 @@ from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
                        refcounts, watch)
 from ._probes import (DEFAULT_PROBES, MAX_RUNS, MAX_TOLERANCE, PROBE_NAMES,
-                      ProbeInfo, Snapshot, allocated_blocks, probes,
-                      snapshot, unsupported)
+                      ProbeInfo, Snapshot, allocated_blocks, await_threads,
+                      probes, snapshot, thread_count, unsupported)
 from ._verdicts import Series, repeat, scope
 from .report import load_dump, write_report
 
@@ -47,6 +47,8 @@ __all__ = [
     "probes",
     "snapshot",
     "allocated_blocks",
+    "thread_count",
+    "await_threads",
     "unsupported",
     "scope",
     "repeat",

@@ -223,6 +223,19 @@ core_allocated_blocks(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+core_threads(PyObject *mod, PyObject *unused)
+{
+    int64_t threads = lc__threads_now();
+
+    if (threads < 0) {
+        PyErr_SetString(PyExc_OSError,
+                        "leakcheck: /proc/self/task cannot be read");
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)threads);
+}
+
+static PyObject *
 core_is_immortal(PyObject *mod, PyObject *obj)
 {
 #if PY_VERSION_HEX >= 0x030C0000
@@ -1672,6 +1685,8 @@ static PyMethodDef core_methods[] = {
     {"allocated_blocks", core_allocated_blocks, METH_NOARGS,
      "sys.getallocatedblocks(), from the allocator hook's count where "
      "snapshots read it so (no walk of pymalloc's pools)."},
+    {"threads", core_threads, METH_NOARGS,
+     "The threads of this process, as the threads probe reads them."},
     {"abc_reset", core_abc_reset, METH_VARARGS,
      "abc_reset(refs, reset, seen, light) -> n: calls reset(cls) for each "
      "live class of the weak references refs whose ABC caches are not both "

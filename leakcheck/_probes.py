@@ -5,13 +5,15 @@ a bad value gets the same clear message wherever it came from."""
 import operator
 import sys
 import sysconfig
+import time
 from collections.abc import Mapping
 from typing import Iterable, NamedTuple, Optional, Tuple, Union
 
 from . import _core, cpython
 
 __all__ = ["ProbeInfo", "PROBE_NAMES", "DEFAULT_PROBES", "Snapshot",
-           "probes", "snapshot", "unsupported"]
+           "probes", "snapshot", "unsupported", "allocated_blocks",
+           "thread_count", "await_threads"]
 
 # How the public API takes probes: names, as an iterable or one
 # comma-separated string; None for DEFAULT_PROBES.
@@ -110,6 +112,29 @@ def allocated_blocks() -> int:
         return _core.allocated_blocks()
     except RuntimeError:
         return sys.getallocatedblocks()
+
+
+def thread_count() -> int:
+    """The threads of this process, as the `threads` probe reads them (one
+    stat() of /proc/self/task); 0 where that cannot be read."""
+    try:
+        return _core.threads()
+    except OSError:
+        return 0
+
+
+def await_threads(count: int, timeout: float = 0.2) -> bool:
+    """Waits up to `timeout` seconds for the process to be back to `count`
+    threads (thread_count() before starting them); whether it is.  A
+    thread that join() waited for still frees its thread state, and
+    leaves the process, a moment after join() returns: a snapshot taken
+    before reads what it frees as held, and the thread as live."""
+    deadline = time.monotonic() + timeout
+    while thread_count() > count:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def _valid_list():

@@ -19,8 +19,8 @@ from . import _core, _settle, cpython
 from ._evidence import is_own
 from ._errors import LeakError
 from ._probes import (MAX_RUNS, ProbeInfo, ProbeNames, Tolerance,
-                      check_count, index_of, names_of, readable_mask,
-                      tolerances)
+                      await_threads, check_count, index_of, names_of,
+                      readable_mask, thread_count, tolerances)
 
 if TYPE_CHECKING:
     from ._diagnose import Diagnosis
@@ -124,27 +124,6 @@ def _compose(engine_report, reasons, diagnosis, threads=()):
     if diagnosis:
         text += str(diagnosis) + "\n"
     return text.rstrip("\n")
-
-
-_THREAD_WAIT = 0.2        # seconds a scope gives new threads to end
-
-
-def _os_threads():
-    """The number of threads of this process (0 when it cannot be read)."""
-    try:
-        return len(os.listdir("/proc/self/task"))   # an entry per thread
-    except OSError:
-        return 0
-
-
-def _await_threads(count):
-    """Waits, a little, for the threads started since there were `count`
-    to end.  A thread that join() has waited for still frees its thread
-    state after join() returns: read before that, py_bytes would count
-    it.  (The engine waits for threads only after reading the probes.)"""
-    deadline = time.monotonic() + _THREAD_WAIT
-    while _os_threads() > count and time.monotonic() < deadline:
-        time.sleep(0.001)
 
 
 def _caller(depth):
@@ -308,7 +287,7 @@ class scope:
             core.set_tolerance(index_of(name), value)
         self._location = self._location or _caller(2)
         core.set_location(*self._location)
-        self._threads = _os_threads()
+        self._threads = thread_count()
         self._restores = _core.hook_restored()
         self._others = _other_threads()
         self._refs = None
@@ -328,7 +307,7 @@ class scope:
         self._core = None
         if exc_type is not None:
             return False
-        _await_threads(self._threads)
+        await_threads(self._threads)
         if self._refs is not None:
             # References to this scope object made since __enter__ (the
             # `as` target) are the measurement's own: they count in refs.
@@ -613,6 +592,6 @@ def repeat(func: Callable[..., object], *args: Any, warmup: int = 1,
 
 
 # What runs for the first time between a scope's two snapshots.
-for _func in (scope._exit, scope._correction, _await_threads, _os_threads):
+for _func in (scope._exit, scope._correction, await_threads, thread_count):
     cpython.make_frames(_func)
 del _func

@@ -27,6 +27,8 @@ import time
 
 import pytest
 
+import leakcheck
+
 TIMEOUT_SETTINGS = pytest.StashKey[object]()   # on an item: pytest-timeout's
 RUNS = pytest.StashKey[object]()       # on an item under a hunt: its Runs
 
@@ -41,14 +43,6 @@ TRACED_SLOWDOWN = 10
 # were the newest thread another, busy one, each test would wait it out).
 THREAD_WAIT = 0.5
 WATCHDOG_WAIT = 0.05
-
-
-def _os_threads():
-    """The threads of this process (0 when that cannot be read)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0
 
 
 WATCHDOG = pytest.StashKey[object]()    # on the config: faulthandler_timeout
@@ -224,12 +218,10 @@ class Runs:
         little."""
         if self._settings is None or self._armed:
             return
-        threads = _os_threads()
+        threads = leakcheck.thread_count()
         self._set(item=self.item, settings=self._settings)
         self._cancel(item=self.item)
-        deadline = time.monotonic() + THREAD_WAIT
-        while _os_threads() > threads and time.monotonic() < deadline:
-            time.sleep(0.001)
+        leakcheck.await_threads(threads, THREAD_WAIT)
 
     def close(self):
         """The hunt is over: the item lets go of this."""

@@ -324,3 +324,27 @@ def test_allocated_blocks_is_what_sys_getallocatedblocks_says():
         assert grown >= 1000
     del held              # (to the list freelist, partly: still blocks)
     assert abs(leakcheck.allocated_blocks() - sys.getallocatedblocks()) <= 1
+
+
+def test_thread_count_follows_threads_and_await_threads_waits_them_out():
+    """thread_count() is what the threads probe reads; await_threads()
+    waits until the threads started since `count` are gone, within its
+    timeout, and says whether they are."""
+    import threading
+    base = leakcheck.thread_count()
+    assert base == len(os.listdir("/proc/self/task"))
+    stop = threading.Event()
+    started = [threading.Thread(target=stop.wait) for _ in range(3)]
+    for t in started:
+        t.start()
+    try:
+        assert leakcheck.thread_count() == base + 3
+        assert leakcheck.snapshot(["threads"])["threads"] == base + 3
+        # Live threads: it waits its timeout out and says no.
+        assert leakcheck.await_threads(base, timeout=0.01) is False
+    finally:
+        stop.set()
+        for t in started:
+            t.join()
+    assert leakcheck.await_threads(base, timeout=5.0) is True
+    assert leakcheck.thread_count() == base
