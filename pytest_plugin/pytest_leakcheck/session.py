@@ -192,6 +192,10 @@ class State:
         # the costliest tests, [(seconds, test id)] as a heap.
         self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
         self.costliest = []
+        # What the warm-up run grew, of the tests that ran more than once
+        # (the record's warmup_growth): the summary's lines of the slowest
+        # hunts say what made their runs due.
+        self.growth = {}
         # What perrun.OUTSIDE had counted before this session's own work
         # (the plugin's import is this session's: a session run inside a
         # test begins with the outer one's).
@@ -215,6 +219,12 @@ class State:
                                rec.get("test_runs") or 0,
                                rec.get("hunt_seconds") or 0)
         self.problems.pop(test_id, None)
+        growth = rec.get("warmup_growth")
+        if growth and isinstance(growth, dict) and \
+                (rec.get("test_runs") or 0) > 1:
+            self.growth[test_id] = growth
+        elif self.growth:
+            self.growth.pop(test_id, None)
         if rec["verdict"] == "leak" or not lcreport.judged(rec):
             self.problems[test_id] = {key: rec.get(key)
                                       for key in PROBLEM_FIELDS}

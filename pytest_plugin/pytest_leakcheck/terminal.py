@@ -19,6 +19,7 @@ MSG_VERBOSE_GROWTH = ("{word} ({runs} runs, +{seconds:.2f}s; the warm-up "
 MSG_HUNT_TIME = ("leakcheck: hunting added {seconds:.2f}s over {tests} "
                  "test{s} ({runs} runs beyond the reported ones); slowest:")
 MSG_HUNT_LINE = "{seconds:.2f}s {runs:>3} runs  {id}"
+MSG_HUNT_GROWTH = " (the warm-up run grew {growth})"
 MSG_COSTS = ("leakcheck: added {total:.2f}s of CPU time over {tests} "
              "test{s} ({per_test:.2f} ms a test): snapshots and settling "
              "{snapshots:.2f}s, extra runs {extra_runs:.2f}s, confirmation "
@@ -170,7 +171,7 @@ def summary(tr, config, state):
             tr.write_line(MSG_NOT_COMPARED.format(id=test_id, probe=probe,
                                                   why=why))
     _costs(tr, config, state, tests)
-    _hunt_times(tr, config, state.tests)
+    _hunt_times(tr, config, state.tests, state.growth)
     if state.freezer.refused:
         tr.write_line(MSG_GC_FROZEN)
     _report_line(tr, state.report)
@@ -231,10 +232,11 @@ def _costs(tr, config, state, tests):
                                                   id=test_id))
 
 
-def _hunt_times(tr, config, tests):
+def _hunt_times(tr, config, tests, growth):
     """What hunting added to the session's time, and the slowest hunts, as
     --durations lists the slowest phases (its count, when given), from
-    `tests` {test id: (verdict, known, test_runs, hunt_seconds)}."""
+    `tests` {test id: (verdict, known, test_runs, hunt_seconds)}; each with
+    what its warm-up run grew, from `growth` {test id: warmup_growth}."""
     hunted = [(test_id, runs, seconds) for test_id, (_, _, runs, seconds)
               in sorted(tests.items()) if runs > 1]
     if not hunted:
@@ -246,5 +248,7 @@ def _hunt_times(tr, config, tests):
         tests=len(hunted), s="s" if len(hunted) != 1 else "",
         runs=sum(runs - 1 for _, runs, _ in hunted)))
     for test_id, runs, seconds in hunted[:count] if count > 0 else hunted:
+        grew = growth_text(growth.get(test_id) or {})
         tr.write_line("  " + MSG_HUNT_LINE.format(
-            seconds=seconds, runs=runs, id=test_id))
+            seconds=seconds, runs=runs, id=test_id)
+            + (MSG_HUNT_GROWTH.format(growth=grew) if grew else ""))

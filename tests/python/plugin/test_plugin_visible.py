@@ -92,6 +92,8 @@ def test_hunt_time_in_junit_and_summary(pytester, read_report):
         ).replace("0.00", "*"),
     ] + ["  " + terminal.MSG_HUNT_LINE.format(
         seconds=recs[i]["hunt_seconds"], runs=recs[i]["test_runs"], id=i)
+        + terminal.MSG_HUNT_GROWTH.format(
+            growth=terminal.growth_text(recs[i]["warmup_growth"]))
         for i in slowest[:terminal.SLOWEST_HUNTS]])
 
 
@@ -142,9 +144,37 @@ def test_durations_sets_how_many_hunts_are_listed(pytester):
     result = pytester.runpytest_subprocess("--leaks", "--durations=1")
     text = result.stdout.str()
     listed = [line for line in result.stdout.lines
-              if line.startswith("  ") and line.rstrip().endswith(
-                  tuple(IDS)) and " runs  " in line]
+              if line.startswith("  ") and " runs  " in line
+              and any(f"  {i}" in line for i in IDS)]
     assert len(listed) == 1, text
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_slowest_hunts_say_what_their_warm_up_run_grew(pytester, read_report,
+                                                        workers):
+    """The summary's line of a test that ran more than once ends with what
+    its reported (warm-up) run grew: what made its other runs due."""
+    pytester.makepyfile(test_mixed=MIXED)
+    result = pytester.runpytest_subprocess("--leaks", "--durations=0",
+                                           "--leaks-report=r.json", *workers)
+    recs = read_report()[1]
+    hunt_lines = [line for line in result.stdout.lines
+                  if line.startswith("  ") and " runs  " in line]
+    for test_id in IDS:
+        rec = recs[test_id]
+        assert rec["test_runs"] > 1, rec
+        line = next(line for line in hunt_lines if f"  {test_id}" in line)
+        growth = rec["warmup_growth"]
+        if growth:
+            assert line.endswith(f"  {test_id}" + terminal.MSG_HUNT_GROWTH
+                                 .format(growth=terminal.growth_text(growth))
+                                 ), (line, rec)
+        else:
+            assert line.endswith(f"  {test_id}"), (line, rec)
+    # test_clean's first run grew what made its second one due.
+    assert recs[IDS[0]]["warmup_growth"]["blocks"] >= 2
+    assert any(f"  {IDS[0]} (the warm-up run grew " in line
+               for line in hunt_lines), hunt_lines
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]])
