@@ -586,3 +586,39 @@ def test_a_collection_with_the_callbacks_aside_keeps_them_and_any_added(
         for callback in (mine, added):
             while callback in gc.callbacks:
                 gc.callbacks.remove(callback)
+
+
+def _task_registry():
+    """asyncio's set of live tasks (a WeakSet's own set)."""
+    import asyncio.tasks
+    for name in ("_scheduled_tasks", "_all_tasks"):
+        tasks = getattr(asyncio.tasks, name, None)
+        if tasks is not None:
+            return tasks.data
+    pytest.skip("no task registry in this asyncio")
+
+
+def test_asyncios_task_registry_emptied_is_no_growth():
+    """Eight tasks at once grow asyncio's registry of live tasks past its
+    inline table; gone, they leave the set empty with a table of its own,
+    which only a later addition may give back.  Settling gives it back:
+    a run of eight tasks reads as nothing."""
+    import asyncio
+
+    async def many(n):
+        await asyncio.gather(*(asyncio.sleep(0) for _ in range(n)))
+
+    registry = _task_registry()
+    for _ in range(3):                  # first uses
+        asyncio.run(many(8))
+    registry.clear()                    # the inline table
+    empty = sys.getsizeof(registry)
+    with leakcheck.scope(probes=["blocks"]):
+        asyncio.run(many(8))
+        assert sys.getsizeof(registry) > empty      # a table of its own
+    assert not registry and sys.getsizeof(registry) == empty
+    # A set that holds something is left as it is.
+    held = _settle._shrink_if_empty
+    full = {1}
+    held(full)
+    assert full == {1}
