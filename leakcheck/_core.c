@@ -409,6 +409,59 @@ drop_running_zombies(void)
 /* 1 while a Snapshot that does not collect reads (snapshot_new). */
 static int uncollected;
 
+/*
+ * shrink_after_collect(sets): after each snapshot's collection, the engine
+ * empties each of `sets` (a tuple of sets) that holds nothing, which
+ * gives it back its inline table: a set keeps the table its entries once
+ * needed after they are gone, until an addition makes it resize.
+ * asyncio's registry of live tasks is such a set (leakcheck/_settle.py):
+ * empty between two tests, it held a table of its own (a block) after
+ * a test that ran six tasks at once, and none after an addition that
+ * found it full of removed entries, so a test's run made or freed that
+ * block.  After the collection, not before: the tasks a run left in
+ * reference cycles leave the set there (a weak reference's callback).
+ * Clearing an empty set changes nothing a program sees, and allocates
+ * nothing: it only frees the table.
+ */
+static PyObject *shrunk;        /* a tuple of sets, or NULL */
+
+static void
+shrink_empty_sets(void)
+{
+    Py_ssize_t i;
+
+    if (shrunk == NULL)
+        return;
+    for (i = 0; i < PyTuple_GET_SIZE(shrunk); i++) {
+        PyObject *set = PyTuple_GET_ITEM(shrunk, i);
+        if (PySet_GET_SIZE(set) == 0 && PySet_Clear(set) < 0)
+            PyErr_Clear();
+    }
+}
+
+static PyObject *
+core_shrink_after_collect(PyObject *mod, PyObject *sets)
+{
+    Py_ssize_t i;
+
+    if (!PyTuple_CheckExact(sets)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "shrink_after_collect: a tuple of sets");
+        return NULL;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(sets); i++)
+        if (!PySet_CheckExact(PyTuple_GET_ITEM(sets, i))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "shrink_after_collect: a tuple of sets");
+            return NULL;
+        }
+    Py_INCREF(sets);
+    Py_XSETREF(shrunk, PyTuple_GET_SIZE(sets) ? sets : NULL);
+    if (shrunk == NULL)
+        Py_DECREF(sets);
+    Py_RETURN_NONE;
+}
+
 /* What the engine runs right after the collection of every snapshot (and
  * where a snapshot does not collect). */
 static void
@@ -417,8 +470,10 @@ after_collect(void *unused)
     (void)unused;
     if (trimmed.table != NULL)
         trim_table(trimmed.table, trimmed.count, trimmed.filler);
-    if (!uncollected)
+    if (!uncollected) {
         drop_running_zombies();
+        shrink_empty_sets();
+    }
 }
 
 static int
@@ -1707,6 +1762,10 @@ static PyMethodDef core_methods[] = {
      "linecache_settled(cache) -> bool: True when every entry of that "
      "exact dict is a 4-tuple whose mtime is None, one settling keeps "
      "(settling's use only)."},
+    {"shrink_after_collect", core_shrink_after_collect, METH_O,
+     "shrink_after_collect(sets): the engine empties each of that tuple of "
+     "sets that holds nothing after each snapshot's collection, which gives "
+     "it back its inline table (settling's use only)."},
     {"trim_type_cache_after_collect", core_trim_type_cache_after_collect,
      METH_VARARGS,
      "trim_type_cache_after_collect(address, count, filler) or (None): the "

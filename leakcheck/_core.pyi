@@ -4,8 +4,8 @@
 # tests/python/packaging/test_typing.py checks this file against the
 # built module with mypy's stubtest.
 
-from typing import (Callable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, final, overload)
+from typing import (Any, Callable, Iterator, List, Mapping, Optional,
+                    Sequence, Set, Tuple, final, overload)
 
 VERSION: str
 PROBE_COUNT: int
@@ -33,6 +33,7 @@ def linecache_settled(cache: object, /) -> bool: ...
 def count_interned_in(interned: Optional[Mapping[str, str]], /
                       ) -> Optional[int]: ...
 def type_cache_trim(address: int, count: int, filler: object, /) -> int: ...
+def shrink_after_collect(sets: Tuple[Set[Any], ...], /) -> None: ...
 @overload
 def trim_type_cache_after_collect(address: int, count: int, filler: object,
                                   /) -> None: ...

@@ -324,6 +324,10 @@ def settle():
             cpython.mark_code(_plan.namespaces)
         except Exception:
             pass
+        try:
+            _core.shrink_after_collect(_task_sets(modules))
+        except Exception:
+            pass
     plan = _plan
     try:
         _core.call_each(plan.clears)    # each in turn, in C
@@ -375,38 +379,30 @@ def settle_and_collect(quiet_callbacks=False):
 
 # asyncio's registries of live tasks: sets (a WeakSet's is its `data`)
 # that every task goes in while it runs, 3.9 to 3.11 `_all_tasks`, from
-# 3.12 `_scheduled_tasks` and `_eager_tasks`.
+# 3.12 `_scheduled_tasks` and `_eager_tasks`.  Empty after a snapshot's
+# collection, each gets its inline table back there (the engine's
+# shrink_after_collect, in leakcheck/_core.c, says why): janus's async
+# tests on CPython 3.13 each made or freed that table's block in their
+# run, 19 of 103 clean ones ran more than once for it.
 _TASK_SETS = ("_all_tasks", "_scheduled_tasks", "_eager_tasks")
 
 
-def _shrink_if_empty(tasks):
-    """Gives an empty set back its table of the smallest size.  A set keeps
-    the larger table its entries once needed after they are gone, until an
-    addition makes it resize; so asyncio's registry of live tasks, empty
-    between two tests, holds a table of its own (a block) after a test
-    that ran six tasks at once, and none after the next addition that
-    finds it full of removed entries.  Each test's run either made or
-    freed that block (janus's async tests, on CPython 3.13: 19 of 103
-    clean tests ran more than once, `blocks +1` or `-1`).  Emptied, a set
-    holds none; clearing an empty set changes nothing a program sees."""
-    if not tasks:
-        tasks.clear()
-
-
-def _task_sets(tasks_module):
-    """_shrink_if_empty() of each of asyncio's task registries."""
+def _task_sets(modules):
+    """asyncio's registries of live tasks, when it is imported."""
+    tasks_module = modules.get("asyncio.tasks")
+    if tasks_module is None:
+        return ()
+    found = []
     for name in _TASK_SETS:
         tasks = getattr(tasks_module, name, None)
         tasks = getattr(tasks, "data", tasks)     # a WeakSet's own set
         if type(tasks) is set:
-            yield functools.partial(_shrink_if_empty, tasks)
+            found.append(tasks)
+    return tuple(found)
 
 
 def _resolve_clears(modules):
     """The cache-clearing callables of the imported modules."""
-    tasks_module = modules.get("asyncio.tasks")
-    if tasks_module is not None:
-        yield from _task_sets(tasks_module)
     for name, path, method in _CACHE_CLEARS:
         obj = modules.get(name)
         if obj is None:

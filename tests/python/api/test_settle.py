@@ -617,8 +617,31 @@ def test_asyncios_task_registry_emptied_is_no_growth():
         asyncio.run(many(8))
         assert sys.getsizeof(registry) > empty      # a table of its own
     assert not registry and sys.getsizeof(registry) == empty
-    # A set that holds something is left as it is.
-    held = _settle._shrink_if_empty
-    full = {1}
-    held(full)
-    assert full == {1}
+
+
+def test_a_set_shrunk_after_the_collection_keeps_what_it_holds():
+    """The engine empties only the sets it was given that hold nothing,
+    after the collection: tasks that die in it leave the set there."""
+    class Task:
+        pass
+
+    empty, held = set(), {1}
+    holder = weakref.WeakSet()
+    inline = sys.getsizeof(set())
+    try:
+        _core.shrink_after_collect((empty, held, holder.data))
+        tasks = [Task() for _ in range(8)]
+        for task in tasks:
+            task.cycle = task           # dies in the collection alone
+            holder.add(task)
+        empty.update(range(8))
+        for i in range(8):
+            empty.discard(i)            # empty, with a table of its own
+        del tasks, task
+        assert len(holder) == 8 and sys.getsizeof(empty) > inline
+        leakcheck.snapshot(["objects"])
+        assert len(holder) == 0
+        assert sys.getsizeof(empty) == sys.getsizeof(holder.data) == inline
+        assert held == {1}
+    finally:
+        _core.shrink_after_collect(_settle._task_sets(sys.modules))
