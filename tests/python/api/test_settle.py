@@ -613,6 +613,11 @@ def test_asyncios_task_registry_emptied_is_no_growth():
         asyncio.run(many(8))
     registry.clear()                    # the inline table
     empty = sys.getsizeof(registry)
+    asyncio.run(many(8))
+    if sys.getsizeof(registry) == empty:
+        # 3.14+: the C tasks are kept in a list of their own.
+        pytest.skip("this asyncio keeps its tasks elsewhere")
+    registry.clear()
     with leakcheck.scope(probes=["blocks"]):
         asyncio.run(many(8))
         assert sys.getsizeof(registry) > empty      # a table of its own
@@ -628,6 +633,9 @@ def test_a_set_shrunk_after_the_collection_keeps_what_it_holds():
     empty, held = set(), {1}
     holder = weakref.WeakSet()
     inline = sys.getsizeof(set())
+    # Settling registers asyncio's sets anew whenever the modules change:
+    # its plan made first, these stay registered.
+    leakcheck.snapshot(["objects"])
     try:
         _core.shrink_after_collect((empty, held, holder.data))
         tasks = [Task() for _ in range(8)]
