@@ -450,7 +450,7 @@ core_shrink_after_collect(PyObject *mod, PyObject *sets)
         return NULL;
     }
     for (i = 0; i < PyTuple_GET_SIZE(sets); i++)
-        if (!PySet_CheckExact(PyTuple_GET_ITEM(sets, i))) {
+        if (Py_TYPE(PyTuple_GET_ITEM(sets, i)) != &PySet_Type) {
             PyErr_SetString(PyExc_TypeError,
                             "shrink_after_collect: a tuple of sets");
             return NULL;
