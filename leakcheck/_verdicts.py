@@ -503,11 +503,18 @@ class Series:
         references the calling frames hold: CPython 3.14 may hold one more
         at one call than at another, so a loop that rebases calls both
         from one place (`(s.next, s.rebase)[again]()`)."""
+        # The frame holds what next()'s holds when it reads past the
+        # warm-up: its flag `light`, False.  The refs probe reads every
+        # reference, the calling frames' too, and up to 3.11 False is an
+        # object like any other (3.12 made it immortal, uncounted): without
+        # it, the first measured run read refs +1 against this snapshot,
+        # and every test that ran again on a debug build ran twice more.
+        light = False
         _settle.keep_abc_caches_next(self.warmup > 0)
         try:
             self._core.rebase()
         finally:
-            _settle.keep_abc_caches_next(False)
+            _settle.keep_abc_caches_next(light)
 
     @property
     def confirming(self) -> bool:

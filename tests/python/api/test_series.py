@@ -105,6 +105,30 @@ def test_rebase_leaves_what_was_made_between_runs_out():
         series.rebase()             # done
 
 
+def _readable(probe):
+    return any(p.name == probe and p.available for p in leakcheck.probes())
+
+
+@pytest.mark.skipif(not _readable("refs"),
+                    reason="the refs probe needs a debug build of CPython")
+def test_a_rebased_run_reads_no_reference_of_the_series_own():
+    """The snapshot rebase() reads and the one next() reads after the
+    measured run hold the same references in the series' own frames, so a
+    run of nothing reads refs 0 (up to 3.11, where False is not immortal,
+    next()'s flag made it +1, and every test the plugin ran again on a
+    debug build ran twice more)."""
+    kept = []
+    series = leakcheck.Series(warmup=1, repeat=2, probes="refs")
+    assert series.next()
+    kept.append([])                 # the warm-up run grows: runs are due
+    assert series.next()
+    series.rebase()
+    while series.next():
+        pass                        # the measured runs: nothing
+    assert series.leaked is False
+    assert series.deltas["refs"] == [0, 0], series.deltas
+
+
 def test_without_rebase_what_was_made_between_runs_is_growth():
     kept = []
     series = leakcheck.Series(warmup=1, repeat=2, probes="objects")
