@@ -28,7 +28,8 @@ from .load import load_baseline, load_report
 from .schema import (BASELINE_SCHEMA, COST_CATEGORIES, JOURNAL_SCHEMA,
                      RECORD_FIELDS, SESSION_COSTS,
                      REPORT_ORDER, REPORT_SCHEMA, VERDICTS, crashed_record,
-                     crashed_records, document, is_known, judged, record,
+                     crashed_records, document, growth_text, is_known, judged,
+                     record,
                      Summary, sorted_document, summary_of)
 
 __all__ = [
@@ -38,7 +39,8 @@ __all__ = [
     "RawJSON", "Summary",
     "MSG_CRASHED", "MSG_UNFINISHED", "UnusableInput", "crashed_record",
     "crashed_records", "sorted_document",
-    "diagnosis_sites", "document", "is_known", "journal_path", "judged",
+    "diagnosis_sites", "document", "growth_text", "is_known",
+    "journal_path", "judged",
     "load_baseline", "load_dump", "load_report", "printable", "record",
     "recover", "summary_of", "write_report",
 ]

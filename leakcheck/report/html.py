@@ -3,7 +3,9 @@ person can open from a CI artifact, offline.
 
 The page holds the summary of the newest run, each test that leaked in it
 with a plot of its per-run growth for every probe (the threshold drawn
-across) and its diagnosis, and, when the reports span several runs
+across) and its diagnosis, what the hunt cost (the CPU time leakcheck
+added, by category, and the tests that ran more than once, each with what
+its warm-up run grew), and, when the reports span several runs
 (nightlies), a trend: which tests leaked on which night, new or known.
 
 Reports come in the order given, oldest first.  Reports with the same run
@@ -32,7 +34,8 @@ import functools
 from .diagnosis import object_names
 from .files import UnusableInput, write_text
 from .load import load_baseline, load_report
-from .schema import RANK, REPORT_ORDER, TIME_FORMAT, is_known, run_id_of
+from .schema import (COST_CATEGORIES, RANK, REPORT_ORDER, SESSION_COSTS,
+                     TIME_FORMAT, growth_text, is_known, run_id_of)
 
 RUN_GAP = datetime.timedelta(hours=6)
 
@@ -67,6 +70,15 @@ _HEADINGS = {("native", "objects"): "object file",
              ("native_sites", "objects"): "object file",
              ("allocations", "size"): "bytes",
              ("allocations", "count"): "blocks"}
+
+# What the page calls the summary's cost categories (COST_CATEGORIES and
+# SESSION_COSTS), in the terminal's words.
+COST_LABELS = {"snapshots": "snapshots and settling",
+               "extra_runs": "extra runs", "confirmation": "confirmation",
+               "diagnosis": "diagnosis", "bookkeeping": "its own bookkeeping",
+               "report": "the report", "session": "around the tests"}
+# The tests that ran more than once the page lists, the slowest first.
+RERUNS_LISTED = 20
 
 # Plot geometry, in SVG user units (CSS pixels).
 _PLOT_W, _PLOT_H = 230, 92
@@ -423,6 +435,52 @@ def _summary(run):
     return {"tests": len(verdicts), "counts": counts, "reports": reports}
 
 
+def _cost(run, labels):
+    """What the hunt cost in the run: the CPU seconds its reports' summaries
+    say leakcheck added, by category (None when no report says), and the
+    tests that ran more than once, RERUNS_LISTED of them (the longest
+    hunts first), each with what its warm-up run grew.  `labels`: the
+    reports' labels, named in a row when the run has several reports."""
+    totals = dict.fromkeys(COST_CATEGORIES + SESSION_COSTS, 0.0)
+    costed = False
+    tests = 0
+    reruns = []
+    for (path, report), label in zip(run, labels):
+        summary = report.get("summary")
+        costs = summary.get("costs") if isinstance(summary, dict) else None
+        if isinstance(costs, dict):
+            for key in totals:
+                value = costs.get(key)
+                if isinstance(value, (int, float)) and \
+                        not isinstance(value, bool):
+                    totals[key] += value
+                    costed = True
+        for rec in report["tests"]:
+            tests += 1
+            runs = _int(rec.get("test_runs"))
+            if runs is None or runs < 2:
+                continue
+            seconds = rec.get("hunt_seconds")
+            seconds = (float(seconds) if isinstance(seconds, (int, float))
+                       and not isinstance(seconds, bool) else 0.0)
+            reruns.append({"id": rec["id"], "runs": runs,
+                           "seconds": seconds,
+                           "report": label if len(run) > 1 else None,
+                           "growth": growth_text(rec.get("warmup_growth"))})
+    reruns.sort(key=lambda r: (-r["seconds"], r["id"]))
+    total = sum(totals.values())
+    return {
+        "total": total if costed else None,
+        "per_test_ms": 1000 * total / tests if costed and tests else None,
+        "categories": [(COST_LABELS[key], seconds)
+                       for key, seconds in totals.items()] if costed else [],
+        "tests": tests,
+        "hunted": len(reruns),
+        "extra_runs": sum(r["runs"] - 1 for r in reruns),
+        "reruns": reruns[:RERUNS_LISTED],
+    }
+
+
 def _leak_streaks(runs_verdicts):
     """{test id: index of the run its current streak of leaks began}, for
     the tests leaking in the last run."""
@@ -533,6 +591,7 @@ def page_context(reports, title=None, baseline=None):
                              .strftime("%Y-%m-%d %H:%M UTC"),
         "run_label": labels[-1],
         "summary": _summary(last),
+        "cost": _cost(last, [_report_label(p, r) for p, r in last]),
         "leaks": _leaking_tests(last, runs_verdicts, labels, baseline),
         "trend": _trend(runs_verdicts, labels) if len(runs) > 1 else None,
         "runs": len(runs),

@@ -161,6 +161,16 @@ def is_known(known, test_id, leaking):
     return probes is not None and set(leaking) <= set(probes)
 
 
+def growth_text(growth):
+    """A record's warmup_growth as leakcheck says it, in the terminal and
+    on the page: "blocks +2, objects +1" (what is not an int is left
+    out)."""
+    if not isinstance(growth, dict):
+        return ""
+    return ", ".join(f"{name} {delta:+d}" for name, delta in growth.items()
+                     if isinstance(delta, int) and not isinstance(delta, bool))
+
+
 def summary_of(records, session_costs=None):
     """The "summary" of a report of `records`: tests, a count per verdict
     (in REPORT_ORDER), and the leaks the baseline knows; "costs" when a

@@ -126,7 +126,7 @@ def teststatus(report, config):
     if verbosity >= 2 and runs > 1 and isinstance(growth, dict) and growth:
         word = MSG_VERBOSE_GROWTH.format(
             word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0,
-            growth=growth_text(growth))
+            growth=lcreport.growth_text(growth))
     elif verbosity >= 2 and runs > 1:
         word = MSG_VERBOSE_RUNS_TIME.format(
             word=word, runs=runs, seconds=rec.get("hunt_seconds") or 0)
@@ -135,13 +135,6 @@ def teststatus(report, config):
     if _PLAIN_WORDS:
         return category, letter, word
     return category, letter, (word, markup)
-
-
-def growth_text(growth):
-    """A record's warmup_growth as the verbose line says it: "blocks +2,
-    objects +1"."""
-    return ", ".join(f"{name} {delta:+d}" for name, delta in growth.items()
-                     if isinstance(delta, int))
 
 
 # pytest before 8 prints a (word, markup) pair as it is in the short test
@@ -248,7 +241,7 @@ def _hunt_times(tr, config, tests, growth):
         tests=len(hunted), s="s" if len(hunted) != 1 else "",
         runs=sum(runs - 1 for _, runs, _ in hunted)))
     for test_id, runs, seconds in hunted[:count] if count > 0 else hunted:
-        grew = growth_text(growth.get(test_id) or {})
+        grew = lcreport.growth_text(growth.get(test_id) or {})
         tr.write_line("  " + MSG_HUNT_LINE.format(
             seconds=seconds, runs=runs, id=test_id)
             + (MSG_HUNT_GROWTH.format(growth=grew) if grew else ""))

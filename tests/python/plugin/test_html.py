@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+import leakcheck.report as lcreport
+
 
 SHARD_1 = '''
 import pytest
@@ -35,12 +37,16 @@ def test_clean_one():
 
 SHARD_2 = '''
 _KEPT = {}
+_CACHE = {}
 
 def test_keeps_dicts():
     _KEPT[len(_KEPT)] = {"n": [len(_KEPT)]}
 
 def test_clean_two():
     pass
+
+def test_fills_a_cache_once():
+    _CACHE.setdefault("key", [1, 2, 3])
 '''
 
 
@@ -82,6 +88,7 @@ class Page(html.parser.HTMLParser):
         self.articles = []          # [{"id", "svgs"}]
         self.scripts = 0
         self.trend = []             # [[cell text, ...]] per body row
+        self.reruns = []            # the same, of the cost's table
         self.text = []
         self._in = []               # open elements of interest
         self.feed(text)
@@ -99,13 +106,15 @@ class Page(html.parser.HTMLParser):
                 "h3" in self._in:
             self._in.append("id")
             return
-        if tag == "table" and "trend" in classes:
-            self._in.append("trend")
-            return
-        if tag == "tr" and "trend" in self._in:
-            self.trend.append([])
-        if tag == "td" and "trend" in self._in:
-            self.trend[-1].append("")
+        for kind in ("trend", "reruns"):
+            rows = getattr(self, kind)
+            if tag == "table" and kind in classes:
+                self._in.append(kind)
+                return
+            if tag == "tr" and kind in self._in:
+                rows.append([])
+            if tag == "td" and kind in self._in:
+                rows[-1].append("")
         self._in.append(tag)
 
     def handle_endtag(self, tag):
@@ -116,9 +125,12 @@ class Page(html.parser.HTMLParser):
         self.text.append(data)
         if self._in and self._in[-1] == "id":
             self.articles[-1]["id"] += data
-        elif "trend" in self._in and self.trend and self.trend[-1] and \
-                self._in[-1] == "td":
-            self.trend[-1][-1] += data
+        else:
+            for kind in ("trend", "reruns"):
+                rows = getattr(self, kind)
+                if kind in self._in and rows and rows[-1] and \
+                        "td" in self._in:
+                    rows[-1][-1] += data
 
 
 def chromium(*args):
@@ -157,6 +169,20 @@ def test_page_of_two_shards_in_chromium(pytester, tmp_path):
         assert article["svgs"] >= 1, article
     assert dom.scripts == 0
     assert "<script>alert(1)</script>" in "".join(dom.text)
+    # What the hunt cost: every test that ran more than once, the leaks
+    # and the clean test that filled its cache in its first run, each with
+    # what its warm-up run grew, as its record says.
+    records = {t["id"]: t for r in (report_1, report_2) for t in r["tests"]}
+    rows = {row[0].split(" ")[0]: row for row in dom.reruns if row}
+    assert sorted(rows) == sorted(i for i, t in records.items()
+                                  if t["test_runs"] > 1)
+    cache_id = "shard_two.py::test_fills_a_cache_once"
+    cache = records[cache_id]
+    assert cache["verdict"] == "clean"
+    assert rows[cache_id][1] == str(cache["test_runs"])
+    assert rows[cache_id][3] == lcreport.growth_text(
+        cache["warmup_growth"]) != ""
+    assert "leakcheck added" in "".join(dom.text)
 
     shot = tmp_path / "leaks.png"
     chromium(f"--user-data-dir={profile}", f"--screenshot={shot}",

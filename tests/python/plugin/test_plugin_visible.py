@@ -54,7 +54,7 @@ def test_verbose_line_says_how_many_runs(pytester, read_report, verbosity,
         elif growth:
             shown = terminal.MSG_VERBOSE_GROWTH.format(
                 word=word, runs=runs, seconds=0,
-                growth=terminal.growth_text(growth)).replace("0.00", "*")
+                growth=lcreport.growth_text(growth)).replace("0.00", "*")
         else:
             shown = terminal.MSG_VERBOSE_RUNS_TIME.format(
                 word=word, runs=runs, seconds=0).replace("0.00", "*")
@@ -93,7 +93,7 @@ def test_hunt_time_in_junit_and_summary(pytester, read_report):
     ] + ["  " + terminal.MSG_HUNT_LINE.format(
         seconds=recs[i]["hunt_seconds"], runs=recs[i]["test_runs"], id=i)
         + terminal.MSG_HUNT_GROWTH.format(
-            growth=terminal.growth_text(recs[i]["warmup_growth"]))
+            growth=lcreport.growth_text(recs[i]["warmup_growth"]))
         for i in slowest[:terminal.SLOWEST_HUNTS]])
 
 
@@ -167,7 +167,7 @@ def test_slowest_hunts_say_what_their_warm_up_run_grew(pytester, read_report,
         growth = rec["warmup_growth"]
         if growth:
             assert line.endswith(f"  {test_id}" + terminal.MSG_HUNT_GROWTH
-                                 .format(growth=terminal.growth_text(growth))
+                                 .format(growth=lcreport.growth_text(growth))
                                  ), (line, rec)
         else:
             assert line.endswith(f"  {test_id}"), (line, rec)

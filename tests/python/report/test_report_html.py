@@ -93,3 +93,74 @@ def test_two_builds_of_one_extension_are_named_whole():
     shown = {s["title"]: s for s in _html.sections(diagnosis)}
     c_lines = shown["Where the native memory was allocated (C lines)"]
     assert c_lines["rows"][0][-1] == ["leaky.so or other.so"]
+
+
+def _costed_report():
+    """A report of four tests: two ran once, two more often (one of them
+    a leak), with the summary's costs."""
+    import leakcheck.report as lcreport
+    costs = {"snapshots": 0.002, "extra_runs": 0.0, "confirmation": 0.0,
+             "diagnosis": 0.0, "bookkeeping": 0.001}
+    records = {
+        "t.py::test_once": lcreport.record(
+            "t.py::test_once", "clean", "passed", test_runs=1,
+            hunt_seconds=0.0, hunt_costs=costs),
+        "t.py::test_cache": lcreport.record(
+            "t.py::test_cache", "clean", "passed", test_runs=3,
+            hunt_seconds=0.02, hunt_costs=dict(costs, extra_runs=0.02),
+            warmup_growth={"blocks": 2, "objects": 1}),
+        "t.py::test_leak": lcreport.record(
+            "t.py::test_leak", "leak", "failed", test_runs=5,
+            hunt_seconds=0.25, leaking=["objects"],
+            deltas={"objects": [1, 1, 1, 1]},
+            hunt_costs=dict(costs, extra_runs=0.05, diagnosis=0.2),
+            warmup_growth={"objects": 1}),
+        "t.py::test_skip": lcreport.record(
+            "t.py::test_skip", "skipped", "skipped"),
+    }
+    return lcreport.document({"settings": {"warmup": 1, "repeat": 4}},
+                             records,
+                             session_costs={"report": 0.01, "session": 0.1})
+
+
+def test_the_page_says_what_the_hunt_cost_and_why_tests_ran_again():
+    report = _costed_report()
+    cost = _html.page_context([("r.json", report)])["cost"]
+    assert cost["tests"] == 4
+    assert cost["hunted"] == 2 and cost["extra_runs"] == 6
+    # The longest hunts first, each with what its warm-up run grew.
+    assert [(r["id"], r["runs"], r["growth"]) for r in cost["reruns"]] == [
+        ("t.py::test_leak", 5, "objects +1"),
+        ("t.py::test_cache", 3, "blocks +2, objects +1")]
+    assert cost["reruns"][0]["report"] is None      # one report in the run
+    categories = dict(cost["categories"])
+    assert categories["extra runs"] == pytest.approx(0.07)
+    assert categories["diagnosis"] == pytest.approx(0.2)
+    assert categories["around the tests"] == pytest.approx(0.1)
+    assert cost["total"] == pytest.approx(sum(categories.values()))
+    assert cost["per_test_ms"] == pytest.approx(cost["total"] * 1000 / 4)
+    page = _html.render([("r.json", report)])
+    assert "t.py::test_cache" in page and "blocks +2, objects +1" in page
+    assert "2 tests ran more than once (6 runs beyond the reported ones)" \
+        in page
+    assert "around the tests 0.10 s" in page
+
+
+def test_the_page_lists_the_longest_hunts_of_many_and_of_old_reports():
+    report = _costed_report()
+    # A report written before records had costs: the tests that ran again
+    # are listed all the same, without a total.
+    del report["summary"]["costs"]
+    template = next(t for t in report["tests"]
+                    if t["id"] == "t.py::test_cache")
+    for n in range(_html.RERUNS_LISTED + 5):
+        report["tests"].append(dict(template, id=f"t.py::test_{n:02}",
+                                    hunt_seconds=n / 1000))
+    cost = _html.page_context([("r.json", report)])["cost"]
+    assert cost["total"] is None and cost["categories"] == []
+    assert cost["hunted"] == _html.RERUNS_LISTED + 7
+    assert len(cost["reruns"]) == _html.RERUNS_LISTED
+    assert cost["reruns"][0]["id"] == "t.py::test_leak"
+    page = _html.render([("r.json", report)])
+    assert "leakcheck added" not in page
+    assert f"the {_html.RERUNS_LISTED} longest hunts" in page
