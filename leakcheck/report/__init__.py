@@ -28,9 +28,8 @@ from .load import load_baseline, load_report
 from .schema import (BASELINE_SCHEMA, COST_CATEGORIES, JOURNAL_SCHEMA,
                      RECORD_FIELDS, SESSION_COSTS,
                      REPORT_ORDER, REPORT_SCHEMA, VERDICTS, crashed_record,
-                     crashed_records, document, growth_text, is_known, judged,
-                     record,
-                     Summary, sorted_document, summary_of)
+                     crashed_records, document, growth_text, is_known,
+                     judged, record, Summary, sorted_document, summary_of)
 
 __all__ = [
     "BASELINE_SCHEMA", "COST_CATEGORIES", "JOURNAL_SCHEMA", "RECORD_FIELDS",

@@ -445,7 +445,7 @@ def _cost(run, labels):
     costed = False
     tests = 0
     reruns = []
-    for (path, report), label in zip(run, labels):
+    for (_, report), label in zip(run, labels):
         summary = report.get("summary")
         costs = summary.get("costs") if isinstance(summary, dict) else None
         if isinstance(costs, dict):

@@ -144,6 +144,12 @@ def test_the_page_says_what_the_hunt_cost_and_why_tests_ran_again():
     assert "2 tests ran more than once (6 runs beyond the reported ones)" \
         in page
     assert "around the tests 0.10 s" in page
+    # A run whose tests all ran once says so.
+    report["tests"] = [t for t in report["tests"]
+                       if t["id"] == "t.py::test_once"]
+    assert _html.page_context([("r.json", report)])["cost"]["hunted"] == 0
+    assert "No test ran more than once." in _html.render([("r.json",
+                                                          report)])
 
 
 def test_the_page_lists_the_longest_hunts_of_many_and_of_old_reports():
