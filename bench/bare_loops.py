@@ -1,11 +1,13 @@
 """The leak verdicts of bench_suite.py checked without leakcheck: each
 test's body in a bare loop, watching sys.getallocatedblocks(), the number
-of GC-tracked objects and the C heap, per call, in windows of `--calls`.
+of GC-tracked objects and the C heap, per call, in windows of `--calls`;
+on a debug build also the total reference count (sys.gettotalrefcount()),
+the only reading of a reference leaked to an object that lives on anyway.
 
     python bench/bare_loops.py [--work DIR] [--calls 500] [--windows 5]
 
 Run it after bench_suite.py, whose built sdists in DIR it imports (default:
-the same folder).  A real leak grows in every window; growth that stops or
+the same folder); the sdists not built there are named and left out.  A real leak grows in every window; growth that stops or
 swings back and forth is none.  The C heap is read with glibc's mallinfo2()
 less the chunks waiting in the main thread's malloc cache (tcache), which
 mallinfo2 counts as in use: without that, a loop of a few hundred calls
@@ -55,15 +57,67 @@ def _cases(work):
     def folder(pattern):
         found = sorted(d for d in glob.glob(os.path.join(work, pattern))
                        if os.path.isdir(d))
-        if not found:
-            sys.exit(f"bare_loops: no {pattern} in {work}: run "
-                     f"bench/bench_suite.py first")
-        return found[-1]
+        return found[-1] if found else None
 
-    sys.path[:0] = [folder("ujson-*"), folder("msgpack-*"),
-                    folder("simplejson-*"), os.path.join(folder("pyyaml-*"),
-                                                         "lib")]
+    built = {name: folder(name + "-*") for name in SDISTS}
+    missing = [name for name, path in built.items() if path is None]
+    if len(missing) == len(SDISTS):
+        sys.exit(f"bare_loops: no sdist built in {work}: run "
+                 f"bench/bench_suite.py first")
+    if missing:
+        print(f"not built in {work}, so not looped: {', '.join(missing)}")
+    cases = []
+    if built["msgpack"]:
+        cases += _msgpack_cases(built["msgpack"])
+    if built["ujson"] and built["simplejson"] and built["pyyaml"]:
+        cases += _json_yaml_cases(built["ujson"], built["simplejson"],
+                                  built["pyyaml"])
+    if built["pyrsistent"] and built["regex"]:
+        cases += _pyrsistent_regex_cases(built["pyrsistent"], built["regex"])
+    if built["zstandard"]:
+        cases += _zstandard_cases(built["zstandard"])
+    if built["msgpack"] and built["ujson"]:
+        cases += _test_functions(built["msgpack"], built["ujson"])
+    return cases
+
+
+# The sdists whose tests are looped, as bench_suite.py names them.
+SDISTS = ("msgpack", "ujson", "simplejson", "pyyaml", "pyrsistent", "regex",
+          "zstandard")
+
+
+def _msgpack_cases(msgpack_dir):
+    """msgpack's leak verdicts that need a body of their own, and the
+    clean twins; Packer.getbuffer() leaks a reference a call (the refs
+    probe of a debug build reads it; no block grows)."""
+    sys.path[:0] = [msgpack_dir, os.path.join(msgpack_dir, "test")]
     import msgpack
+    import test_buffer
+    import test_pack
+
+    def msgpack_strict_map_key():
+        try:
+            msgpack.unpackb(msgpack.packb({1: 2}), strict_map_key=True)
+        except ValueError:
+            pass
+
+    def msgpack_pack_no_getbuffer():    # the clean twin of the two below
+        packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+        packer.pack([1, 2])
+        bytes(packer.bytes())
+
+    return [("msgpack unpackb(strict_map_key=True) refusing an int key",
+             msgpack_strict_map_key),
+            ("msgpack test_buffer.test_packer_getbuffer",
+             test_buffer.test_packer_getbuffer),
+            ("msgpack test_pack.test_get_buffer", test_pack.test_get_buffer),
+            ("msgpack Packer.pack and bytes() (clean twin of getbuffer)",
+             msgpack_pack_no_getbuffer)]
+
+
+def _json_yaml_cases(ujson_dir, simplejson_dir, pyyaml_dir):
+    sys.path[:0] = [ujson_dir, simplejson_dir, os.path.join(pyyaml_dir,
+                                                            "lib")]
     import simplejson
     import ujson
 
@@ -73,22 +127,14 @@ def _cases(work):
     def ujson_small_int():          # the clean twin
         ujson.loads("123")
 
-    def msgpack_strict_map_key():
-        try:
-            msgpack.unpackb(msgpack.packb({1: 2}), strict_map_key=True)
-        except ValueError:
-            pass
-
     def simplejson_skipkeys():
         simplejson.dumps({(1, 2): 1, "a": 2}, skipkeys=True, sort_keys=True)
 
     cases = [("ujson loads of an int beyond 64 bits", ujson_big_int),
              ("ujson loads of a small int (clean twin)", ujson_small_int),
-             ("msgpack unpackb(strict_map_key=True) refusing an int key",
-              msgpack_strict_map_key),
              ("simplejson dumps(skipkeys=True, sort_keys=True)",
               simplejson_skipkeys)]
-    legacy = os.path.join(folder("pyyaml-*"), "tests", "legacy_tests")
+    legacy = os.path.join(pyyaml_dir, "tests", "legacy_tests")
     sys.path.insert(0, legacy)
     import test_constructor
     for name in ("construct-bool", "construct-float", "construct-pairs",
@@ -98,17 +144,20 @@ def _cases(work):
         cases.append((f"pyyaml test_constructor_types {name}",
                       lambda d=data, c=code:
                       test_constructor.test_constructor_types(d, c)))
+    return cases
+
+
+def _pyrsistent_regex_cases(pyrsistent, regex_dir):
     # pyrsistent's field types, cached per (key, value) type: a class made
     # per call is a new entry each call; and regex's test that compiles a
     # pattern of a fresh str subclass per call (its cache is bounded at 500
     # entries: growth that stops after 500 calls).
-    pyrsistent = folder("pyrsistent-*")
     sys.path[:0] = [pyrsistent, os.path.join(pyrsistent, "tests"),
-                    folder("regex-*")]
+                    regex_dir]
     import class_test
     import record_test
     from regex.tests import test_regex
-    cases += [
+    return [
         ("pyrsistent class_test.test_enum_key_type",
          class_test.test_enum_key_type),
         ("pyrsistent record_test.test_pmap_field_create_from_nested_"
@@ -122,9 +171,12 @@ def _cases(work):
         ("regex RegexTests.test_hg_bugs (growth that dies out)",
          test_regex.RegexTests("test_hg_bugs").test_hg_bugs),
     ]
+
+
+def _zstandard_cases(zstandard_dir):
     # zstandard's unittest classes (a package, tests/, importing its
     # common module relatively), each with a clean twin of the same calls.
-    sys.path.insert(0, folder("zstandard-*"))
+    sys.path.insert(0, zstandard_dir)
     from tests import test_compressor_stream_writer as zwriter
     from tests import test_decompressor_stream_writer as zdwriter
     import zstandard
@@ -134,7 +186,7 @@ def _cases(work):
     def zstandard_decompress():     # the clean twin
         zstandard.ZstdDecompressor().decompress(frame)
 
-    cases += [
+    return [
         ("zstandard TestCompressor_stream_writer.test_tarfile_compat",
          zwriter.TestCompressor_stream_writer(
              "test_tarfile_compat").test_tarfile_compat),
@@ -144,22 +196,24 @@ def _cases(work):
         ("zstandard ZstdDecompressor().decompress (clean twin)",
          zstandard_decompress),
     ]
+
+
+def _test_functions(msgpack_dir, ujson_dir):
     # The other msgpack and ujson verdicts: their tests take no fixture,
     # so each test function is the loop's body.
-    sys.path[:0] = [os.path.join(folder("msgpack-*"), "test"),
-                    os.path.join(folder("ujson-*"), "tests")]
+    sys.path[:0] = [os.path.join(msgpack_dir, "test"),
+                    os.path.join(ujson_dir, "tests")]
     import test_except
     import test_obj
     import test_sequnpack
     import test_ujson
-    cases += [(f"{func.__module__}.{func.__name__}", func) for func in (
+    return [(f"{func.__module__}.{func.__name__}", func) for func in (
         test_except.test_invalidvalue,
         test_except.test_raise_from_object_hook,
         test_obj.test_an_exception_in_objecthook1,
         test_obj.test_an_exception_in_objecthook2,
         test_sequnpack.test_maxbuffersize_file,
         test_ujson.test_default_function)]
-    return cases
 
 
 def main(argv=None):
@@ -170,9 +224,11 @@ def main(argv=None):
     p.add_argument("--windows", type=int, default=5)
     args = p.parse_args(argv)
     heap = _heap_reader()
+    refs = getattr(sys, "gettotalrefcount", None)   # debug builds only
     print(f"python {sys.version.split()[0]}; per call, {args.windows} "
           f"windows of {args.calls} calls after 50 warm-up calls; C heap "
-          f"{'less the tcache' if heap else 'not read here'}")
+          f"{'less the tcache' if heap else 'not read here'}; references "
+          f"{'read (r)' if refs else 'not read here (a release build)'}")
     # What the bodies print (regex's test_hg_bugs: a pattern's DEBUG dump)
     # goes nowhere; one redirection per case, made before its first call.
     devnull = open(os.devnull, "w")
@@ -185,11 +241,14 @@ def main(argv=None):
                 gc.collect()
                 h0, b0, o0 = (heap() if heap else 0,
                               sys.getallocatedblocks(), len(gc.get_objects()))
+                r0 = refs() if refs else 0
                 for _ in range(args.calls):
                     body()
                 gc.collect()
+                r1 = refs() if refs else 0
                 n = args.calls
                 windows.append(
+                    (f"{(r1 - r0) / n:+.2f}r " if refs else "") +
                     f"{(sys.getallocatedblocks() - b0) / n:+.2f}b "
                     f"{(len(gc.get_objects()) - o0) / n:+.2f}o "
                     + (f"{((heap() - h0) / n):+.1f}B" if heap else ""))
