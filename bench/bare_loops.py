@@ -7,8 +7,9 @@ the only reading of a reference leaked to an object that lives on anyway.
     python bench/bare_loops.py [--work DIR] [--calls 500] [--windows 5]
 
 Run it after bench_suite.py, whose built sdists in DIR it imports (default:
-the same folder); the sdists not built there are named and left out.  A real leak grows in every window; growth that stops or
-swings back and forth is none.  The C heap is read with glibc's mallinfo2()
+the same folder); the sdists not built there are named and left out.  A
+real leak grows in every window; growth that stops or swings back and
+forth is none.  The C heap is read with glibc's mallinfo2()
 less the chunks waiting in the main thread's malloc cache (tcache), which
 mallinfo2 counts as in use: without that, a loop of a few hundred calls
 reads the cache filling up (up to ~240 KB) as growth.
