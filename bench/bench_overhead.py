@@ -10,6 +10,7 @@ it little.
                                    [--kind fast|unittest]
                                    [--rounds 5] [--python PATH]
                                    [--against PATH] [--all-plugins]
+                                   [--leaks-args "ARGS"]
 
 --heap OBJECTS adds a session-scoped autouse fixture holding that many
 GC-tracked containers (empty lists, in one list): a process whose heap is
@@ -18,7 +19,9 @@ pytest of another interpreter (its environment needs leakcheck installed).
 --against PATH adds a third configuration to each round: --leaks run by
 another interpreter of the same version with another build of leakcheck
 installed (the version before a change, say), so that both are measured
-under the same load and compared with the same plain runs.
+under the same load and compared with the same plain runs.  --leaks-args
+adds pytest options to every --leaks run ("--leaks-probes=fds,threads":
+what the other probes cost, the allocator hook's among them).
 
 Printed: the CPU seconds of each configuration, the overhead per test in ms
 ((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU time of
@@ -43,6 +46,7 @@ ran once is printed too.
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -204,7 +208,11 @@ def main(argv=None):
     p.add_argument("--all-plugins", action="store_true",
                    help="load every installed pytest plugin, not only "
                         "leakcheck's")
+    p.add_argument("--leaks-args", default="", metavar="ARGS",
+                   help="pytest options added to every --leaks run "
+                        "(split like a shell's words)")
     args = p.parse_args(argv)
+    extra = shlex.split(args.leaks_args)
     with tempfile.TemporaryDirectory(prefix="leakcheck-overhead-") as d:
         tests = generate(d, args.tests, args.kind)
         write_conftest(d, args.heap)
@@ -215,10 +223,11 @@ def main(argv=None):
         against = os.path.join(d, "against-report.json")
         configs = {"plain": (args.python, []),
                    "--leaks": (args.python, ["--leaks",
-                                             f"--leaks-report={report}"])}
+                                             f"--leaks-report={report}",
+                                             *extra])}
         if args.against:
             configs["against"] = (args.against, [
-                "--leaks", f"--leaks-report={against}"])
+                "--leaks", f"--leaks-report={against}", *extra])
         cpu = {name: [] for name in configs}
         marks = {name: [] for name in configs}
         for _ in range(args.rounds):
@@ -236,7 +245,9 @@ def main(argv=None):
         print(f"python {version} ({args.python}); {tests} {args.kind} "
               f"tests, heap "
               f"{args.heap} containers, {args.rounds} rounds interleaved, "
-              f"median CPU time of the pytest process")
+              f"median CPU time of the pytest process"
+              + (f"; --leaks runs with {shlex.join(extra)}" if extra
+                 else ""))
         print(f"{'':>9} {'cpu s':>8} {'first ms':>9} {'last ms':>8} "
               f"{'session s':>9} {'tests s':>8} {'before s':>8} "
               f"{'after s':>8}")
