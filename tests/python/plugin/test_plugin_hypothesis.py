@@ -69,6 +69,50 @@ def test_a_real_leak_in_a_given_test_is_still_caught(pytester):
     result.stdout.fnmatch_lines(["LEAKED test_memo.py::test_leaks_per_example*"])
 
 
+STRATEGIES = '''
+from hypothesis import given, strategies as st
+
+
+@st.composite
+def tagged(draw):
+    # A strategy made inside a draw: tuples() is one of the strategy
+    # functions hypothesis caches, keyed by its arguments, and a new
+    # just() is a new key at every draw, same example or not.
+    n = draw(st.integers(0, 10**6))
+    return draw(st.tuples(st.integers(0, 9), st.just(n)))
+
+
+@given(tagged())
+def test_tagged(pair):
+    assert 0 <= pair[0] <= 9
+
+
+_KEPT = []
+
+
+@given(tagged())
+def test_tagged_leaks(pair):
+    _KEPT.append([pair])
+'''
+
+
+def test_strategies_cached_by_a_draw_are_no_leak(pytester, read_report):
+    """hypothesis caches the strategies its functions make in a cache of
+    1,024 entries: a strategy made inside a draw adds an entry at every
+    draw until it is full, run after run, for the same examples too.  The
+    cache is emptied before each snapshot; a leak is still caught."""
+    pytester.makepyfile(test_strategies=STRATEGIES)
+    result = pytester.runpytest_subprocess(
+        "--leaks", "--leaks-report=r.json", "--leaks-diagnose=off",
+        "-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    _, tests = read_report()
+    assert tests["test_strategies.py::test_tagged"]["verdict"] == \
+        "clean", tests
+    assert tests["test_strategies.py::test_tagged_leaks"]["verdict"] == \
+        "leak"
+
+
 MACHINES = '''
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
