@@ -79,12 +79,14 @@ def _cases(work):
         cases += _zstandard_cases(built["zstandard"])
     if built["msgpack"] and built["ujson"]:
         cases += _test_functions(built["msgpack"], built["ujson"])
+    if built["cbor2"]:
+        cases += _cbor2_cases(built["cbor2"])
     return cases
 
 
 # The sdists whose tests are looped, as bench_suite.py names them.
 SDISTS = ("msgpack", "ujson", "simplejson", "pyyaml", "pyrsistent", "regex",
-          "zstandard")
+          "zstandard", "cbor2")
 
 
 def _msgpack_cases(msgpack_dir):
@@ -215,6 +217,61 @@ def _test_functions(msgpack_dir, ujson_dir):
         test_obj.test_an_exception_in_objecthook2,
         test_sequnpack.test_maxbuffersize_file,
         test_ujson.test_default_function)]
+
+
+def _cbor2_cases(cbor2_dir):
+    # cbor2's C decoder and encoder (_cbor2), each with the same call to
+    # its pure-Python twin, which the tests' `impl` fixture also runs.
+    sys.path.insert(0, cbor2_dir)
+    from binascii import unhexlify
+    from datetime import date
+
+    import _cbor2
+    from cbor2 import _decoder, _encoder, _types
+
+    def raises(call):
+        def body():
+            try:
+                call()
+            except Exception:
+                pass
+        return body
+
+    def hook(decoder, data):
+        raise RuntimeError("foo")
+
+    long_string = unhexlify("7a00010001" + "61" * 65535 + "c3b6")
+    cases = []
+    for name, loads, dumps, tag in (
+            ("C", _cbor2.loads, _cbor2.dumps, _cbor2.CBORTag),
+            ("Python", _decoder.loads, _encoder.dumps, _types.CBORTag)):
+        def recursive_hash(tag=tag):
+            value = tag(1, None)
+            value.value = value
+            try:
+                hash(value)
+            except RuntimeError:
+                pass
+        cases += [
+            (f"cbor2 {name} loads of invalid UTF-8 (an error raised from "
+             f"another)", raises(lambda f=loads: f(unhexlify("6198")))),
+            (f"cbor2 {name} loads of a string split across reads",
+             lambda f=loads: f(long_string)),
+            (f"cbor2 {name} loads with an object_hook that raises",
+             raises(lambda f=loads: f(unhexlify("A2616103616205"),
+                                      object_hook=hook))),
+            (f"cbor2 {name} dumps of a date as a timestamp",
+             lambda f=dumps: f(date(2018, 12, 31),
+                               datetime_as_timestamp=True)),
+            (f"cbor2 {name} dumps of a date as a string (twin)",
+             lambda f=dumps: f(date(2013, 3, 21))),
+            # The C hash keeps id(tag) in a set when the recursion error
+            # is raised: one int per tag address, so a loop that reuses
+            # the same few addresses stops growing once it has seen them.
+            (f"cbor2 {name} hash of a CBORTag holding itself",
+             recursive_hash),
+        ]
+    return cases
 
 
 def main(argv=None):

@@ -31,8 +31,8 @@ import subprocess
 import sys
 import tarfile
 
-# name: (pip requirement, build command, PYTHONPATH, tests), paths relative
-# to the unpacked sdist.
+# name: (pip requirement, build command, PYTHONPATH, tests: a path or a
+# list of pytest's arguments), paths relative to the unpacked sdist.
 RECIPES = {
     "markupsafe": ("markupsafe==3.0.2", ["setup.py", "build_ext", "-i"],
                    "src", "tests"),
@@ -60,6 +60,13 @@ RECIPES = {
     "aiosignal": ("aiosignal==1.4.0", ["-c", "pass"], ".", "tests"),
     "async-lru": ("async-lru==2.4.0", ["-c", "pass"], ".", "tests"),
     "janus": ("janus==2.0.0", ["-c", "pass"], ".", "tests"),
+    # A C extension tested through a session fixture parametrized over it
+    # and its pure-Python twin, with hypothesis.
+    "cbor2": ("cbor2==5.6.5", ["setup.py", "build_ext", "-i"], ".", "tests"),
+    # unittest TestCase classes over a C extension and its Python twin;
+    # their conftest.py is for the mypy test alone (it needs mypy).
+    "immutables": ("immutables==0.21", ["setup.py", "build_ext", "-i"], ".",
+                   ["--noconftest", "--ignore=tests/test_mypy.py", "tests"]),
 }
 # name: the module in bench/suite_hooks with that project's
 # pytest_leakcheck_settle hook (--settle-hooks).
@@ -144,12 +151,13 @@ def _failed(output):
 
 def bench(work, name, rounds, extra=(), hooks=None):
     _, _, pythonpath, tests = RECIPES[name]
+    tests = [tests] if isinstance(tests, str) else list(tests)
     if name not in ASYNC_SUITES:
-        tests = [*NO_ASYNC, tests]
+        tests = [*NO_ASYNC, *tests]
     else:
         # Their pinned ini predates pytest-asyncio 1.x, which warns (an
         # error under their filterwarnings) when this is unset.
-        tests = ["-o", "asyncio_default_fixture_loop_scope=function", tests]
+        tests = ["-o", "asyncio_default_fixture_loop_scope=function", *tests]
     folder = prepare(work, name)
     report = os.path.join(work, f"{name}-leaks.json")
     plain_runs = [run(folder, pythonpath, tests, ["-rfE"])
