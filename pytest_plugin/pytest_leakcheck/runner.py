@@ -405,8 +405,9 @@ class _SameExamples:
     one: a run reads as growth for as many runs as it takes to fill it
     (cbor2's test_invariant_encode_decode: +5,467 blocks and +2,484 objects
     a run, four runs in a row; 184 entries a run, none more once full).
-    clear_cache() empties it, with hypothesis's own function, before the
-    first snapshot and after every run: each snapshot finds it empty.
+    clear_cache() empties it, with hypothesis's own function
+    (clear_strategy_cache(); clear_cache() in 6.141), before
+    the first snapshot and after every run: each snapshot finds it empty.
     None of that where hypothesis has no such function."""
 
     __slots__ = ("holder", "name", "own", "fixed", "clear_cache")
@@ -415,7 +416,9 @@ class _SameExamples:
         self.holder, self.name = holder, name
         self.own, self.fixed = own, fixed
         utils = sys.modules.get("hypothesis.strategies._internal.utils")
-        clear = getattr(utils, "clear_strategy_cache", None)
+        # Its name in hypothesis 6.170, and in 6.141 (the newest for 3.9).
+        clear = getattr(utils, "clear_strategy_cache",
+                        getattr(utils, "clear_cache", None))
         self.clear_cache = clear if callable(clear) else _nothing
 
     @classmethod
