@@ -102,15 +102,21 @@ def test_strategies_cached_by_a_draw_are_no_leak(pytester, read_report):
     draw until it is full, run after run, for the same examples too.  The
     cache is emptied before each snapshot; a leak is still caught."""
     pytester.makepyfile(test_strategies=STRATEGIES)
+    _one_clean_one_leak(pytester, read_report,
+                        "test_strategies.py::test_tagged",
+                        "test_strategies.py::test_tagged_leaks")
+
+
+def _one_clean_one_leak(pytester, read_report, clean, leak):
+    """Runs the folder under --leaks: `clean` passes with a clean verdict,
+    `leak` fails with a leak verdict, and nothing else runs."""
     result = pytester.runpytest_subprocess(
         "--leaks", "--leaks-report=r.json", "--leaks-diagnose=off",
         "-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
     _, tests = read_report()
-    assert tests["test_strategies.py::test_tagged"]["verdict"] == \
-        "clean", tests
-    assert tests["test_strategies.py::test_tagged_leaks"]["verdict"] == \
-        "leak"
+    assert tests[clean]["verdict"] == "clean", tests
+    assert tests[leak]["verdict"] == "leak", tests
 
 
 MACHINES = '''
@@ -162,14 +168,9 @@ def pytest_sessionfinish(session):
     with open("after.log", "w") as f:
         f.write(str(module.TestMemo.settings is module.MEMO_SETTINGS))
 ''')
-    result = pytester.runpytest_subprocess(
-        "--leaks", "--leaks-report=r.json", "--leaks-diagnose=off",
-        "-p", "no:cacheprovider", "-p", "no:randomly")
-    result.assert_outcomes(passed=1, failed=1)
-    _, tests = read_report()
-    assert tests["test_machines.py::TestMemo::runTest"]["verdict"] == \
-        "clean", tests
-    assert tests["test_machines.py::TestKeeps::runTest"]["verdict"] == "leak"
+    _one_clean_one_leak(pytester, read_report,
+                        "test_machines.py::TestMemo::runTest",
+                        "test_machines.py::TestKeeps::runTest")
     # The class's own settings are back after the hunt (the very object:
     # with CI set, hypothesis's "ci" profile derandomizes every settings).
     assert (pytester.path / "after.log").read_text() == "True"
