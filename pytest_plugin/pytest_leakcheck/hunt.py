@@ -11,6 +11,7 @@ _judge, _finish), _diagnose() re-runs a leaking test to say what grew.
 import contextlib
 import functools
 import os
+import sys
 import time
 
 import pluggy
@@ -319,6 +320,14 @@ def _run_series(h):
     # reads as its growth.
     more = True
     confirming = False
+    # This frame's object, made now.  From CPython 3.11 on a running frame
+    # gets one only when asked, and a frame object that outlives its frame
+    # asks for its caller's: a run whose test frame lives on (an
+    # ExceptionInfo in a local holds it through its traceback, in a cycle
+    # the snapshot collects) makes one for each frame it returns through,
+    # up to this one, the first still running.  Made by the reported run,
+    # it would be that run's growth (a block) and no later run's.
+    sys._getframe()
     # One reading of the clock ends a part and starts the next (reading it
     # is a system call): a snapshot's part runs from the end of the last
     # run to the start of the next, the progress line included.  `now` is

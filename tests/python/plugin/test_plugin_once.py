@@ -184,6 +184,47 @@ def test_unittest_methods_run_once_as_often_as_functions(pytester,
             assert rec["test_runs"] == 1 and _grew_nothing(rec), rec
 
 
+# Tests whose frame outlives their run: an ExceptionInfo kept in a local
+# holds the traceback, which holds the test's frame (a cycle the snapshot
+# collects).  From 3.11 on, a frame object that outlives its frame makes
+# one for its caller's frame, and so on up to the first frame still
+# running: the one the runs return to, whose object was made in the first
+# run only (one block: the reported run read it as growth).
+FRAMES_KEPT = "".join(f'''
+
+def test_kept_{n}():
+    with pytest.raises(ValueError) as excinfo:
+        int("x{n}")
+    assert "invalid" in str(excinfo.value)
+''' for n in range(30)) + '''
+
+_KEPT = []
+
+
+def test_keeps_its_error():
+    with pytest.raises(ValueError) as excinfo:
+        int("y")
+    _KEPT.append(excinfo.value)
+'''
+
+
+@pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
+                    "on, and on the 3.11 debug build")
+def test_a_test_whose_frame_outlives_its_run_runs_once(pytester,
+                                                       read_report):
+    pytester.makepyfile(test_frames="import pytest\n" + FRAMES_KEPT)
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:randomly")
+    result.assert_outcomes(passed=30, failed=1)
+    _, recs = read_report()
+    leak = recs.pop("test_frames.py::test_keeps_its_error")
+    assert leak["verdict"] == "leak", leak
+    missed = [rec for rec in recs.values() if not rec["warmup_measured"]]
+    assert len(missed) <= 1, missed
+    for rec in recs.values():
+        assert rec["verdict"] == "clean", rec
+
+
 # The size of os.environ's dict after each test, written at the end.
 ENVIRON_SIZES = '''
 import json
