@@ -27,6 +27,25 @@ def _grew_nothing(rec):
                for probe, d in rec["deltas"].items())
 
 
+def _clean_ones_run_once(pytester, read_report, module, source, clean,
+                         leak):
+    """Runs `source` as `module`: `clean` tests that pass and `leak`, a
+    test that leaks; checks that it is a leak verdict and that the clean
+    ones ran once (but for one run that glibc's heap moves).  Returns the
+    report's records, by test id, the leak's among them."""
+    pytester.makepyfile(**{module: source})
+    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
+                                           "-p", "no:randomly")
+    result.assert_outcomes(passed=clean, failed=1)
+    _, recs = read_report()
+    leak_id = f"{module}.py::{leak}"
+    assert recs[leak_id]["verdict"] == "leak", recs[leak_id]
+    missed = [rec for test_id, rec in recs.items()
+              if test_id != leak_id and not rec["warmup_measured"]]
+    assert len(missed) <= 1, missed
+    return recs
+
+
 ONCE = '''
 import logging
 
@@ -212,15 +231,10 @@ def test_keeps_its_error():
                     "on, and on the 3.11 debug build")
 def test_a_test_whose_frame_outlives_its_run_runs_once(pytester,
                                                        read_report):
-    pytester.makepyfile(test_frames="import pytest\n" + FRAMES_KEPT)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
-                                           "-p", "no:randomly")
-    result.assert_outcomes(passed=30, failed=1)
-    _, recs = read_report()
-    leak = recs.pop("test_frames.py::test_keeps_its_error")
-    assert leak["verdict"] == "leak", leak
-    missed = [rec for rec in recs.values() if not rec["warmup_measured"]]
-    assert len(missed) <= 1, missed
+    recs = _clean_ones_run_once(pytester, read_report, "test_frames",
+                                "import pytest\n" + FRAMES_KEPT, 30,
+                                "test_keeps_its_error")
+    del recs["test_frames.py::test_keeps_its_error"]
     for rec in recs.values():
         assert rec["verdict"] == "clean", rec
 
@@ -300,16 +314,9 @@ def test_clean_{n}():
 @pytest.mark.skipif(not RUNS_ONCE, reason="clean tests run once from 3.11 "
                     "on, and on the 3.11 debug build")
 def test_clean_tests_after_a_diagnosis_run_once(pytester, read_report):
-    pytester.makepyfile(test_after=AFTER_A_DIAGNOSIS)
-    result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json",
-                                           "-p", "no:randomly")
-    result.assert_outcomes(passed=20, failed=1)
-    _, recs = read_report()
-    leak = recs.pop("test_after.py::test_a_leak")
-    assert leak["verdict"] == "leak", leak
-    assert leak["diagnosis"], leak
-    missed = [rec for rec in recs.values() if not rec["warmup_measured"]]
-    assert len(missed) <= 1, missed
+    recs = _clean_ones_run_once(pytester, read_report, "test_after",
+                                AFTER_A_DIAGNOSIS, 20, "test_a_leak")
+    assert recs["test_after.py::test_a_leak"]["diagnosis"], recs
 
 
 ASYNC_TESTS = '''
