@@ -33,6 +33,12 @@ CPython release is read against this module alone.
   reported run would read it as growth, and every clean test after a
   session's first diagnosis ran twice more.  ``instrument_code()`` gives
   it to the code already loaded, after leakcheck's own tracing.
+- ``LAZY_FRAMES`` (3.11 on): a running frame gets its frame object
+  only when asked, and a frame object that outlives its frame asks for
+  its caller's, and so on up to the first frame still running: a run
+  whose frame lives on (an exception's traceback holding it, in a cycle a
+  collection frees) makes one for the frame it returned to, in that run
+  only.  ``make_frame_object()`` makes its caller's before a measurement.
 - ``logging.Logger.removeHandler()`` replaces the logger's list of
   handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
   earlier remove in place), told by what it does, not by the version:
@@ -76,13 +82,15 @@ import types
 
 from . import _core
 
-__all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "PY_BYTES_BY_DEFAULT",
-           "make_frames", "first_settle", "mark_code", "clear_type_cache",
+__all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "LAZY_FRAMES",
+           "PY_BYTES_BY_DEFAULT", "make_frames", "make_frame_object",
+           "first_settle", "mark_code", "clear_type_cache",
            "type_cache_trimmable",
            "fresh_handler_lists"]
 
 ZOMBIE_FRAMES = sys.version_info < (3, 11)
 FRAMES_TRAVERSED = sys.version_info < (3, 11)
+LAZY_FRAMES = sys.version_info >= (3, 11)
 PY_BYTES_BY_DEFAULT = sys.version_info >= (3, 11)
 # What the type cache's emptied slots hold instead of None (_TypeCache).
 TYPE_CACHE_FILLER = "leakcheck: an empty type cache slot"
@@ -131,6 +139,16 @@ def make_frames(*funcs):
             except (TypeError, ValueError):
                 continue
             _make_frame(made, inner)
+
+
+def make_frame_object():
+    """Makes the frame object of the caller's frame (LAZY_FRAMES), which
+    it keeps until it returns.  Call it before the first snapshot of a
+    measurement whose runs return to that frame: a run whose own frame
+    lives on past it would otherwise make that object, one block, and
+    read it as its growth.  Up to 3.10 every frame is an object already."""
+    if LAZY_FRAMES:
+        sys._getframe(1)
 
 
 def _nested_codes(code):

@@ -11,7 +11,6 @@ _judge, _finish), _diagnose() re-runs a leaking test to say what grew.
 import contextlib
 import functools
 import os
-import sys
 import time
 
 import pluggy
@@ -19,6 +18,7 @@ import pytest
 
 import leakcheck
 import leakcheck.report as lcreport
+from leakcheck import cpython
 
 from . import neighbours
 from . import perrun
@@ -320,14 +320,11 @@ def _run_series(h):
     # reads as its growth.
     more = True
     confirming = False
-    # This frame's object, made now.  From CPython 3.11 on a running frame
-    # gets one only when asked, and a frame object that outlives its frame
-    # asks for its caller's: a run whose test frame lives on (an
-    # ExceptionInfo in a local holds it through its traceback, in a cycle
-    # the snapshot collects) makes one for each frame it returns through,
-    # up to this one, the first still running.  Made by the reported run,
-    # it would be that run's growth (a block) and no later run's.
-    sys._getframe()
+    # This frame's object, made now: the runs return here, and a run whose
+    # test frame lives on (an ExceptionInfo in a local holds it through its
+    # traceback, in a cycle the snapshot collects) would make it
+    # (cpython.LAZY_FRAMES), the reported run's growth and no later run's.
+    cpython.make_frame_object()
     # One reading of the clock ends a part and starts the next (reading it
     # is a system call): a snapshot's part runs from the end of the last
     # run to the start of the next, the progress line included.  `now` is
