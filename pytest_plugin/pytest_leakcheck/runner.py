@@ -1153,13 +1153,16 @@ class ItemRunner:
         if self._examples is not None:
             self._examples.fix()
         try:
-            with warnings.catch_warnings(record=True), \
-                    pytest_private.unlogged(item.config):
-                first = [call_and_report(item, "setup")]
-                if first[0].passed:
-                    first.append(call_and_report(item, "call"))
-            if self._examples is not None:
-                self._examples.restore()
+            try:
+                with warnings.catch_warnings(record=True), \
+                        pytest_private.unlogged(item.config):
+                    first = [call_and_report(item, "setup")]
+                    if first[0].passed:
+                        first.append(call_and_report(item, "call"))
+            finally:
+                # Before the teardown, once, whatever the phases raised.
+                if self._examples is not None:
+                    self._examples.restore()
             del pytest_private.report_sections(item)[sections:]
             for kept, length in harness:
                 del kept[length:]
@@ -1168,8 +1171,6 @@ class ItemRunner:
                                     nextitem=self._next_for_teardown())
             self.torn_down = True
         finally:
-            if self._examples is not None:
-                self._examples.restore()
             if hasrequest:
                 pytest_private.drop_request(item)
         return _replace_teardown(reports, final), failure
