@@ -40,7 +40,10 @@ once (a large heap's first collection).  The paired figure comes with its
 rounds' lowest and highest, and the plain rounds' spread (slowest against
 fastest) says how much the machine moved the same work meanwhile.  With
 --leaks every test must come out clean; the report's count of tests that
-ran once is printed too.
+ran once is printed too, and what the report's summary says leakcheck
+added, as a share of what its round's --leaks run took more than that
+round's plain run (the median over the rounds, and their range): how
+truthful the summary is, each round read against its own load.
 """
 
 import argparse
@@ -230,12 +233,17 @@ def main(argv=None):
                 "--leaks", f"--leaks-report={against}", *extra])
         cpu = {name: [] for name in configs}
         marks = {name: [] for name in configs}
+        # What each round's report's summary says leakcheck added.
+        said_by_round = {name: [] for name in configs if name != "plain"}
+        reports = {"--leaks": report, "against": against}
         for _ in range(args.rounds):
             for name, (python, extra) in configs.items():
                 seconds, m = run(d, python, extra, marks_path,
                                  args.all_plugins)
                 cpu[name].append(seconds)
                 marks[name].append(one_time(m, seconds))
+                if name in said_by_round:
+                    said_by_round[name].append(once_count(reports[name])[2])
         n, once, said, hunted = once_count(report)
         if args.against:
             n_against, once_against, said_against, _ = once_count(against)
@@ -301,6 +309,8 @@ def main(argv=None):
                   f"tests between the first and the last, paired: "
                   f"{between:.3f} ms; after the session, paired: "
                   f"{after:.3f} ms)")
+            print(f"  its summaries against the round's own difference: "
+                  f"{_accounted(said_by_round[name], rounds)}")
         print(f"--leaks report: {n} tests, all clean, {once} ran once"
               + _said(said, tests))
         # Inside the tests' protocols: what the hunts' own clocks counted,
@@ -316,6 +326,18 @@ def main(argv=None):
         if args.against:
             print(f"against's report: {n_against} tests, all clean, "
                   f"{once_against} ran once" + _said(said_against, tests))
+
+
+def _accounted(said, differences):
+    """What each round's report's summary says leakcheck added, as a share
+    of what that round's --leaks run took more than its plain run (the
+    same load moves both): the median over the rounds and their range."""
+    shares = [s / d * 100 for s, d in zip(said, differences)
+              if s is not None and d > 0]
+    if not shares:
+        return "no summary says what it added"
+    return (f"{statistics.median(shares):.0f}% (its rounds "
+            f"{min(shares):.0f}% to {max(shares):.0f}%)")
 
 
 def _said(seconds, tests):
