@@ -91,10 +91,11 @@ def _interactive(call, report):
     return not isinstance(call.excinfo.value, skips)
 
 
-def call_and_report(item, when, interact=False, **kwds):
+def call_and_report(item, ihook, when, interact=False, **kwds):
     """Runs one phase of `item` through its hook and returns its report,
-    without logging it."""
-    ihook = item.ihook          # a property that looks conftests up
+    without logging it.  `ihook`: item.ihook, read once for the hunt (the
+    property looks the item's conftests up at each read: a few
+    microseconds a phase)."""
     hook = getattr(ihook, _HOOKS[when])
     call = pytest.CallInfo.from_call(lambda: hook(item=item, **kwds),
                                      when=when,
@@ -769,15 +770,16 @@ class ItemRunner:
             pytest_private.make_request(item)
         tmp = None
         try:
-            reports = [call_and_report(item, "setup", interact)]
+            reports = [call_and_report(item, self.ihook, "setup", interact)]
             if reports[0].passed:
                 if extra:
                     tmp = self._tmp_path()
-                reports.append(call_and_report(item, "call", interact))
+                reports.append(call_and_report(item, self.ihook, "call",
+                                               interact))
             keep = outcome_of(reports) == "passed"
             target = self._parent if keep else self._next_for_teardown()
-            reports.append(call_and_report(item, "teardown", interact,
-                                           nextitem=target))
+            reports.append(call_and_report(item, self.ihook, "teardown",
+                                           interact, nextitem=target))
             self.torn_down = not keep or not self._needs_wider_teardown()
         finally:
             if hasrequest:
@@ -1114,8 +1116,8 @@ class ItemRunner:
         nextitem = self._next_for_teardown()
         spent = self._time_finalizers(nextitem)
         try:
-            final = call_and_report(item, "teardown", interact=True,
-                                    nextitem=nextitem)
+            final = call_and_report(item, self.ihook, "teardown",
+                                    interact=True, nextitem=nextitem)
         finally:
             if none:
                 item.funcargs = None
@@ -1130,12 +1132,13 @@ class ItemRunner:
         run that did not pass, or None).
 
         With `alone` (what tears_down_alone() said), that is the teardown
-        phase alone, through the hook.  Else pytest's hooks and items may pair a teardown with
-        the setup and call before it (the logging plugin keeps state from
-        setup to teardown, a unittest item creates its TestCase in the call
-        and drops it in the teardown), so this is one more whole run,
-        unreported but for its teardown.  Either way, the new teardown
-        report replaces the reported run's when that one passed."""
+        phase alone, through the hook.  Else pytest's hooks and items may
+        pair a teardown with the setup and call before it (the logging
+        plugin keeps state from setup to teardown, a unittest item creates
+        its TestCase in the call and drops it in the teardown), so this is
+        one more whole run, unreported but for its teardown.  Either way,
+        the new teardown report replaces the reported run's when that one
+        passed."""
         if self.torn_down:
             return reports, None
         if alone:
@@ -1156,9 +1159,10 @@ class ItemRunner:
             try:
                 with warnings.catch_warnings(record=True), \
                         pytest_private.unlogged(item.config):
-                    first = [call_and_report(item, "setup")]
+                    first = [call_and_report(item, self.ihook, "setup")]
                     if first[0].passed:
-                        first.append(call_and_report(item, "call"))
+                        first.append(call_and_report(item, self.ihook,
+                                                     "call"))
             finally:
                 # Before the teardown, once, whatever the phases raised.
                 if self._examples is not None:
@@ -1167,7 +1171,8 @@ class ItemRunner:
             for kept, length in harness:
                 del kept[length:]
             failure = next((r for r in first if not r.passed), None)
-            final = call_and_report(item, "teardown", interact=True,
+            final = call_and_report(item, self.ihook, "teardown",
+                                    interact=True,
                                     nextitem=self._next_for_teardown())
             self.torn_down = True
         finally:
