@@ -21,6 +21,8 @@ arguments, and, when a check fails, says what leaked and where::
 Failures raise LeakError (an AssertionError) whose message is the report.
 """
 
+import atexit as _atexit
+
 from . import _core, _settle
 from ._errors import LeakError
 from ._objects import (Handle, assert_finalized, assert_no_garbage,
@@ -30,6 +32,12 @@ from ._probes import (DEFAULT_PROBES, MAX_RUNS, MAX_TOLERANCE, PROBE_NAMES,
                       probes, snapshot, thread_count, unsupported)
 from ._verdicts import Series, repeat, scope
 from .report import load_dump, write_report
+
+# At the interpreter's exit no snapshot follows the atexit callbacks
+# registered after this one (a report written at exit among them): the
+# allocator hook comes off the domains the interpreter's teardown frees
+# its objects through, which would all go through it, counted for nobody.
+_atexit.register(_core.release_hook)
 
 __version__ = _core.VERSION
 

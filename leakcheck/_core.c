@@ -24,7 +24,7 @@
 #endif
 
 #include "leakcheck.h"
-#include "internal.h"      /* lc__pyhook_restored */
+#include "internal.h"      /* lc__pyhook_restored, lc__python_release_hook */
 
 #include <limits.h>
 #include <string.h>
@@ -193,6 +193,12 @@ static PyObject *
 core_hook_restored(PyObject *mod, PyObject *unused)
 {
     return PyLong_FromLong(lc__pyhook_restored());
+}
+
+static PyObject *
+core_release_hook(PyObject *mod, PyObject *unused)
+{
+    return PyLong_FromLong(lc__python_release_hook());
 }
 
 static PyObject *
@@ -1734,6 +1740,10 @@ static PyMethodDef core_methods[] = {
     {"hook_restored", core_hook_restored, METH_NOARGS,
      "How many times the allocator hook behind py_bytes and py_allocs was "
      "found taken out and put back."},
+    {"release_hook", core_release_hook, METH_NOARGS,
+     "release_hook() -> n: takes the allocator hook off the mem and object "
+     "domains where it is on top (at the interpreter's exit: no reading "
+     "follows); how many.  A later snapshot puts it back."},
     {"blocks_check", core_blocks_check, METH_NOARGS,
      "(blocks read from the allocator hook's count, blocks walked) at one "
      "instant, or None while snapshots walk the pools."},

@@ -108,6 +108,11 @@ void lc__set_interned_counter(lc__count_fn fn);
 int lc__pyhook_install(void *get_allocator, void *set_allocator);
 /* How many times a domain's hook was put back since the process began. */
 int lc__pyhook_restored(void);
+/* Takes the hook off the mem and object domains where it is on top (the
+ * raw domain keeps it: threads call that one without the GIL, and its
+ * allocator cannot be swapped under them); how many domains.  With the
+ * GIL held.  A later snapshot puts it back (lc__pyhook_install: 1). */
+int lc__pyhook_release(void *get_allocator, void *set_allocator);
 /* `pymalloc`: allocations minus frees in pymalloc's domains since the
  * hooks in place went in; returns 1 when they count those, else 0. */
 int lc__pyhook_read(int64_t *bytes, int64_t *allocs, int64_t *pymalloc);
@@ -120,6 +125,9 @@ int lc__python_blocks_check(int64_t *counted, int64_t *walked);
  * without settling or collecting: from the hook's count where a snapshot
  * reads it so (O(1)), else walked; -1 when they cannot be read. */
 int64_t lc__python_allocated_blocks(void);
+/* lc__pyhook_release() with the interpreter's allocator functions, when
+ * CPython runs with a GIL and the hook was installed; 0 otherwise. */
+int lc__python_release_hook(void);
 /* Whether the hook is installed and on top in every domain (checked
  * without installing or putting anything back). */
 int lc__pyhook_on_top(void *get_allocator);

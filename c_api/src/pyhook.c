@@ -1091,6 +1091,30 @@ lc__pyhook_on_top(void *get_allocator)
 }
 
 int
+lc__pyhook_release(void *get_allocator, void *set_allocator)
+{
+    lc__get_alloc_fn get = (lc__get_alloc_fn)get_allocator;
+    lc__set_alloc_fn set = (lc__set_alloc_fn)set_allocator;
+    int d, n = 0;
+
+    if (!installed || get == NULL || set == NULL)
+        return 0;
+    for (d = LC__DOMAIN_RAW + 1; d < LC__DOMAINS; d++) {
+        lc__allocator top;
+        get(d, &top);
+        if (!is_ours(&top))
+            continue;
+        /* Every link of ours on top, a gate included: what they forward
+         * to is what allocated the blocks they handed out. */
+        while (is_ours(&top))
+            top = LINK(top.ctx)->prev;
+        set(d, &top);
+        n++;
+    }
+    return n;
+}
+
+int
 lc__pyhook_restored(void)
 {
     return restored;

@@ -548,6 +548,19 @@ lc__python_allocated_blocks(void)
 }
 
 int
+lc__python_release_hook(void)
+{
+    int gil, n;
+
+    if (!api.resolved || !api_complete() || api.free_threaded)
+        return 0;
+    gil = api.GILState_Ensure();
+    n = lc__pyhook_release(api.Mem_GetAllocator, api.Mem_SetAllocator);
+    api.GILState_Release(gil);
+    return n;
+}
+
+int
 lc__python_blocks_check(int64_t *counted, int64_t *walked)
 {
     int64_t bytes, allocs, pymalloc;

@@ -3,6 +3,8 @@ that learns the offset, every reading must equal what a walk of
 pymalloc's pools (sys.getallocatedblocks) counts at the same instant,
 whatever the code did with blocks meanwhile."""
 
+import subprocess
+import sys
 import threading
 import tracemalloc
 
@@ -106,3 +108,49 @@ def test_a_snapshot_reads_blocks_as_the_walk_does():
     assert counted == walked
     assert after["blocks"] - before["blocks"] > 3000
     del kept
+
+
+# Run in a process of its own: a callback registered before leakcheck is
+# imported runs after leakcheck's own at the exit (atexit runs them last
+# in, first out).
+AT_EXIT = '''
+import atexit
+
+def after_leakcheck():
+    from leakcheck import _core
+    # 0: no domain has ours on top any more.  (Not blocks_check(): it
+    # puts the hook back.)
+    print("at exit, released again:", _core.release_hook())
+    restored = _core.hook_restored()
+    leakcheck.snapshot(probes=PROBES)
+    print("put back:", _core.hook_restored() - restored)
+    with leakcheck.scope(probes=["py_bytes", "py_allocs"]):
+        pass
+    print("a scope after it: passed")
+
+atexit.register(after_leakcheck)
+import leakcheck
+from leakcheck import _core
+PROBES = ["blocks", "py_bytes", "py_allocs"]
+leakcheck.snapshot(probes=PROBES)
+print("before the exit, counted:", _core.blocks_check() is not None)
+'''
+
+
+def test_the_hook_comes_off_at_exit_and_back_at_a_snapshot_after(tmp_path):
+    """At the interpreter's exit leakcheck takes its allocator hook off the
+    mem and object domains (their frees in the teardown would all go
+    through it, counted for nobody): a callback that runs after leakcheck's
+    finds none of its hooks on top there, and a snapshot there puts them
+    back in both domains."""
+    counted_and_walked()            # skips where the hook counts no blocks
+    # Run elsewhere than the source tree, which holds no built _core.
+    done = subprocess.run([sys.executable, "-c", AT_EXIT], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "before the exit, counted: True",
+        "at exit, released again: 0",
+        "put back: 2",
+        "a scope after it: passed",
+    ], done.stdout + done.stderr
