@@ -33,10 +33,11 @@ from ._probes import (DEFAULT_PROBES, MAX_RUNS, MAX_TOLERANCE, PROBE_NAMES,
 from ._verdicts import Series, repeat, scope
 from .report import load_dump, write_report
 
-# At the interpreter's exit no snapshot follows the atexit callbacks
-# registered after this one (a report written at exit among them): the
-# allocator hook comes off the domains the interpreter's teardown frees
-# its objects through, which would all go through it, counted for nobody.
+# At the interpreter's exit, this callback runs after those registered
+# after it (atexit runs the last registered first: a report written at
+# exit among them), and no snapshot follows: the allocator hook comes off
+# the domains the interpreter's teardown frees its objects through, which
+# would all go through it, counted for nobody.
 _atexit.register(_core.release_hook)
 
 __version__ = _core.VERSION
