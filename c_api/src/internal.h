@@ -76,6 +76,12 @@ void lc__heap_settle(void);
 void *lc__lookup(const char *name);
 /* Reads only the thread count; -1 when it cannot. */
 int64_t lc__threads_now(void);
+/* fstat() of /proc/self/fd or /proc/self/task through a descriptor kept
+ * open (fds.c), both opened at the first call; 0, or -1 when it cannot. */
+#define LC__PROC_FDS 0
+#define LC__PROC_TASKS 1
+struct stat;
+int lc__proc_stat(int which, struct stat *st);
 
 /* ---- Python probes (python.c, pyhook.c) ---- */
 

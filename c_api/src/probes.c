@@ -141,7 +141,8 @@ count_entries(const char *path)
     return got < 0 ? -1 : n;
 }
 
-/* The descriptor used for reading is not counted (fds.c). */
+/* The listing's own descriptor is not counted; those fds.c keeps open on
+ * /proc/self/fd and /proc/self/task are, in every reading (fds.c). */
 static int64_t
 count_fds(void)
 {
@@ -154,8 +155,9 @@ count_fds(void)
  * count, listing it costs the same however large the address space is
  * (reading /proc/self/stat sums up the memory map, ~15 us in a Python
  * process).  Linux also gives the count as that folder's link count, less
- * its two own links (proc_task_getattr): one stat(), no descriptor opened,
- * no listing (2.0 us against 5.8 us, measured on Linux 6.18).  Trusted
+ * its two own links (proc_task_getattr): one stat(), no listing (2.0 us
+ * against 5.8 us, measured on Linux 6.18), an fstat() of the descriptor
+ * fds.c keeps open on the folder (lc__proc_stat).  Trusted
  * once it agreed with a listing, as the descriptors' count is (fds.c):
  * `threads_stat_counts` is 0 until asked, 1 trusted, -1 not.  Threads may
  * ask at once: each would decide the same. */
@@ -166,7 +168,7 @@ threads_by_links(void)
 {
     struct stat st;
 
-    return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2
+    return lc__proc_stat(LC__PROC_TASKS, &st) == 0 && st.st_nlink >= 2
                ? (int64_t)st.st_nlink - 2
                : -1;
 }
@@ -257,10 +259,13 @@ lc__native_read(lc_snapshot *snap, unsigned mask, unsigned flags)
     if (mask & heap)
         put(snap, LC_PROBE_NATIVE_BYTES,
             lc__heap_read(searched == LC_OK ? &c : NULL));
-    if (mask & LC_PROBE_BIT(LC_PROBE_FDS))
-        put(snap, LC_PROBE_FDS, count_fds());
+    /* The threads first: their reading opens /proc/self/task again if
+     * code closed the descriptor kept on it, which the fds probe counts
+     * (lc__proc_stat). */
     if (mask & LC_PROBE_BIT(LC_PROBE_THREADS))
         put(snap, LC_PROBE_THREADS, lc__threads_now());
+    if (mask & LC_PROBE_BIT(LC_PROBE_FDS))
+        put(snap, LC_PROBE_FDS, count_fds());
     if ((mask & vg) && searched == LC_OK)
         put(snap, LC_PROBE_VALGRIND, c.leaked + c.dubious);
 }

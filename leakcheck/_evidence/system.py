@@ -49,18 +49,22 @@ class Threads(Evidence):
 
 def open_fds():
     """The open descriptors.  Listing /proc/self/fd opens one more, which
-    is closed again once listed: it is left out."""
+    is closed again once listed: it is left out, and so are the two the
+    engine keeps open on this process's /proc/<pid>/fd and task folders
+    to read the fds and threads probes through."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
         return set()
+    kept = {f"/proc/{os.getpid()}/fd", f"/proc/{os.getpid()}/task"}
     fds = set()
     for name in names:
         try:
-            os.readlink(f"/proc/self/fd/{name}")
+            target = os.readlink(f"/proc/self/fd/{name}")
         except OSError:
             continue
-        fds.add(int(name))
+        if target not in kept:
+            fds.add(int(name))
     return fds
 
 
