@@ -38,8 +38,9 @@ process died while it ran) holds RECORD_FIELDS:
     field has none).
 
 The "summary" holds "costs" too when its records have hunt_costs: their
-sums by category, with "report", the CPU seconds the report's journal and
-writing took (up to the document's making), and "session", what the
+sums by category, with "report", the seconds the report's journal and
+writing took (up to the document's making; its journal's events are read
+on the monotonic clock, the rest on the CPU clock), and "session", what the
 plugin took outside the tests' hunts (its import and set-up, its hooks
 around each test and in the reported runs, the session's end).
 
