@@ -18,6 +18,7 @@ reads the cache filling up (up to ~240 KB) as growth.
 import argparse
 import contextlib
 import ctypes
+import functools
 import gc
 import glob
 import os
@@ -203,9 +204,11 @@ def _zstandard_cases(zstandard_dir):
 
 def _test_functions(msgpack_dir, ujson_dir):
     # The other msgpack and ujson verdicts: their tests take no fixture,
-    # so each test function is the loop's body.
+    # so each test function is the loop's body.  The sdists themselves go
+    # on sys.path too: without simplejson and pyyaml built, no other case
+    # put ujson there.
     sys.path[:0] = [os.path.join(msgpack_dir, "test"),
-                    os.path.join(ujson_dir, "tests")]
+                    os.path.join(ujson_dir, "tests"), msgpack_dir, ujson_dir]
     import test_except
     import test_obj
     import test_sequnpack
@@ -245,13 +248,15 @@ def _cbor2_cases(cbor2_dir):
     for name, loads, dumps, tag in (
             ("C", _cbor2.loads, _cbor2.dumps, _cbor2.CBORTag),
             ("Python", _decoder.loads, _encoder.dumps, _types.CBORTag)):
-        def recursive_hash(tag=tag):
+        def recursive_hash(tag=tag, kept=None):
             value = tag(1, None)
             value.value = value
             try:
                 hash(value)
             except RuntimeError:
                 pass
+            if kept is not None:
+                kept.append(value)
         cases += [
             (f"cbor2 {name} loads of invalid UTF-8 (an error raised from "
              f"another)", raises(lambda f=loads: f(unhexlify("6198")))),
@@ -270,6 +275,12 @@ def _cbor2_cases(cbor2_dir):
             # the same few addresses stops growing once it has seen them.
             (f"cbor2 {name} hash of a CBORTag holding itself",
              recursive_hash),
+            # The same with every tag kept, so that each has an address of
+            # its own, as in a test suite's runs: the C module's set grows
+            # by an int a call more than the Python module's list alone.
+            (f"cbor2 {name} hash of a CBORTag holding itself, each tag "
+             f"kept (a new address a call)",
+             functools.partial(recursive_hash, kept=[])),
         ]
     return cases
 
