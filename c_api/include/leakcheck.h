@@ -85,6 +85,13 @@ typedef enum lc_probe {
     LC_PROBE_COUNT
 } lc_probe;
 
+/* The fds and threads probes read /proc/self/fd and /proc/self/task
+ * through two descriptors the library opens (close-on-exec) at the first
+ * reading of either, and keeps: they take the lowest free numbers then,
+ * every fds reading counts both, and no report names them.  Code may
+ * close them: the next reading opens them again.  A forked child opens
+ * its own. */
+
 #define LC_PROBE_BIT(p) (1u << (unsigned)(p))
 #define LC_PROBES_ALL ((1u << LC_PROBE_COUNT) - 1u)
 #define LC_PROBES_PYTHON                                                    \
