@@ -5,8 +5,10 @@ counts the calls of time.process_time() made by the plugin's modules.
 
     python bench/bench_clock.py [--tests 1000] [--python PATH]
 
-Printed: the calls per test in each configuration.  A count, not a time:
-a loaded machine does not move it.
+Printed: the calls per test in each configuration, the third with a
+report written (--leaks --leaks-report=..., as bench_overhead.py runs
+it: its journal's events are timed too).  A count, not a time: a loaded
+machine does not move it.
 """
 
 import argparse
@@ -57,7 +59,10 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="leakcheck-clock-") as d:
         tests = generate(d, args.tests, conftest=CONFTEST)
         counts = {"plain": reads(d, args.python, []),
-                  "--leaks": reads(d, args.python, ["--leaks"])}
+                  "--leaks": reads(d, args.python, ["--leaks"]),
+                  "a report": reads(d, args.python, [
+                      "--leaks", "--leaks-report="
+                      + os.path.join(d, "report.json")])}
     print(f"{tests} tests, calls of time.process_time() by leakcheck")
     for name, count in counts.items():
         print(f"{name:>9} {count:>9,}  {count / tests:.1f} per test")
