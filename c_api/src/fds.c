@@ -213,39 +213,74 @@ kept_open(int kept[2])
 /*
  * Linux 6.2 and later give the number of open descriptors as the size of
  * /proc/self/fd: one fstat() of the descriptor kept open (above), no
- * listing (the listing costs a few microseconds a snapshot).  Earlier
- * kernels give 0.  Trusted once it agreed with a listing of a process that
- * has some open: `stat_counts` is 0 until asked, 1 trusted, -1 not.
+ * listing (an open, two reads of the folder and a close).  Earlier
+ * kernels give 0.  Trusted once it agreed with a listing of a process
+ * that has some open, or, where it counts more than the listing shows,
+ * once it followed a descriptor opened and closed (count_follows): the
+ * kernel counts a number from the moment it is taken, and a thread
+ * blocked in accept() holds one that names no file until a connection
+ * comes (pytest-rerunfailures' server thread does, in every session it
+ * is installed in), which no listing shows.  Such a number is taken all
+ * the same: counted, it is a descriptor more while it lasts, and a
+ * listing that differs from the count by it would send every reading to
+ * the listing.  `stat_counts` is 0 until asked, 1 trusted, -1 not.
  * Threads may ask at once: each would decide the same.
  */
 static int stat_counts;
+
+/* The count of /proc/self/fd, -1 when unreadable. */
+static int64_t
+stat_count(void)
+{
+    struct stat st;
+
+    return lc__proc_stat(LC__PROC_FDS, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Whether the count (`counted` now) goes up by one with a descriptor
+ * opened and back with it closed, as a count of descriptors does (a size
+ * of another meaning, or none, does not).  Another thread opening or
+ * closing meanwhile makes it fail: the listing is then used, which is
+ * never wrong. */
+static int
+count_follows(int64_t counted)
+{
+    int64_t opened, closed;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    opened = stat_count();
+    close(fd);
+    closed = stat_count();
+    return counted > 0 && opened == counted + 1 && closed == counted;
+}
 
 int64_t
 lc__fds_read(void)
 {
     lc__fdset local;
-    struct stat st;
+    /* A set to fill for a report: the listing, which names them. */
+    lc__fdset *set = reading_into != NULL ? reading_into : &local;
     int state = __atomic_load_n(&stat_counts, __ATOMIC_RELAXED);
     /* First: it opens the folders kept open, which every reading counts,
      * the listings too. */
-    int64_t counted = lc__proc_stat(LC__PROC_FDS, &st) == 0
-                          ? (int64_t)st.st_size : -1;
+    int64_t counted = stat_count();
     int64_t listed;
 
-    /* A set to fill for a report: the listing, which names them. */
-    if (reading_into != NULL) {
-        lc__fdset_take(reading_into);
-        return set_count(reading_into);
-    }
-    if (state > 0)
+    if (state > 0 && set == &local)
         return counted;
-    lc__fdset_take(&local);
-    listed = set_count(&local);
-    if (state == 0)
-        __atomic_store_n(&stat_counts,
-                         listed > 0 && counted == listed ? 1 : -1,
-                         __ATOMIC_RELAXED);
-    return listed;
+    lc__fdset_take(set);
+    listed = set_count(set);
+    if (state == 0) {
+        state = listed > 0 && (counted == listed ||
+                               (counted > listed && count_follows(counted)))
+                    ? 1 : -1;
+        __atomic_store_n(&stat_counts, state, __ATOMIC_RELAXED);
+    }
+    /* Trusted, the count is every reading's, a report's too: the two may
+     * differ by the numbers taken that name no file yet. */
+    return state > 0 ? counted : listed;
 }
 
 void

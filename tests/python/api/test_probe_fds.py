@@ -1,16 +1,43 @@
-"""The fds probe reads the count of open descriptors: by a listing of
-/proc/self/fd where a scope or series keeps the set for its report, by
-one stat() of that folder elsewhere on kernels that give the count as its
-size.  Both must count what a listing counts."""
+"""The fds probe reads the count of open descriptors: one stat() of
+/proc/self/fd on kernels that give the count as its size, else a listing
+of it (a scope or series also lists them where it keeps the set for its
+report).  The kernel's count also has the numbers taken that name no
+file yet (a thread blocked in accept() holds one): every reading counts
+what the count does, in a process where it is trusted."""
 
+import errno
 import os
+import socket
+import threading
+import time
 
 import leakcheck
 
 
 def listed():
-    """Open descriptors, the one os.listdir opens aside."""
-    return len(os.listdir("/proc/self/fd")) - 1
+    """Open descriptors, the one os.listdir opens aside, and the numbers
+    taken that name no file yet (pytest-rerunfailures' server thread,
+    blocked in accept(), holds one where it is installed): dup2() onto one
+    fails with EBUSY."""
+    names = {int(n) for n in os.listdir("/proc/self/fd")}
+    return len(names) - 1 + len(_taken(names))
+
+
+def _taken(names):
+    """The numbers under the highest of `names` and a few above it that are
+    taken and not open (`names`: a listing of /proc/self/fd)."""
+    taken = []
+    for n in range(max(names) + 16):
+        if n in names:
+            continue
+        try:
+            os.dup2(0, n)
+        except OSError as e:
+            if e.errno == errno.EBUSY:
+                taken.append(n)
+        else:
+            os.close(n)
+    return taken
 
 
 def test_a_snapshot_counts_the_open_descriptors():
@@ -127,3 +154,41 @@ def test_a_forked_child_reads_its_own_descriptors_and_threads():
         said = f.read().decode()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, said
+
+
+def test_a_number_a_blocked_accept_holds_counts_in_every_reading():
+    """A thread blocked in accept() holds the number its connection will
+    get, which no listing of /proc/self/fd shows and the kernel counts.
+    Every reading counts it, a series' measured snapshots too (they list
+    the descriptors for their report): a run that opens nothing reads 0
+    while it is held, and the number counts as one while it lasts."""
+    leakcheck.snapshot(probes=["fds"])
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    got = []
+    thread = threading.Thread(target=lambda: got.append(server.accept()))
+    try:
+        before = leakcheck.snapshot(probes=["fds"])["fds"]
+        names = {int(n) for n in os.listdir("/proc/self/fd")}
+        held = set(_taken(names))
+        thread.start()
+        deadline = time.monotonic() + 30
+        while set(_taken({int(n) for n in os.listdir("/proc/self/fd")})) \
+                == held:
+            assert time.monotonic() < deadline, "accept() took no number"
+            time.sleep(0.01)
+        assert leakcheck.snapshot(probes=["fds"])["fds"] == before + 1
+        series = leakcheck.Series(warmup=1, repeat=3, probes=["fds"],
+                                  thorough=True)
+        while series.next():
+            pass
+        assert series.runs >= 2
+        assert series.deltas["fds"] == [0] * series.runs
+        assert not series.leaked
+    finally:
+        with socket.create_connection(server.getsockname()):
+            thread.join(30)
+        for conn, _ in got:
+            conn.close()
+        server.close()
