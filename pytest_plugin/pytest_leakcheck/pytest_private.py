@@ -119,24 +119,76 @@ _PHASES = ("setup", "call", "teardown")
 
 
 def standins_known(impls, own):
-    """Whether standin_reports() makes the reports the
+    """How standin_reports() makes the reports the
     pytest_runtest_makereport hook whose implementations are `impls`
-    would: they are pytest's own of _REPORT_PLUGINS and the module `own`'s
-    (the caller's, whose own does nothing with the report of a checked
-    test)."""
-    for impl in impls:
-        name = getattr(impl.plugin, "__name__", None)
-        if name not in _REPORT_PLUGINS and name != own:
-            return False
-    return True
+    would: True when they are pytest's own of _REPORT_PLUGINS and the
+    module `own`'s (the caller's, whose own does nothing with the report
+    of a checked test); when the others are all wrappers (old style or
+    new) of another plugin or conftest, what wrap_standins() calls them
+    with: they wrap the reports standin_reports() made as they would wrap
+    pytest's, and keep of them what they would (pytest-rerunfailures
+    keeps each phase's outcome on the item, pytest-benchmark reads its
+    fixture); else None: the hook is called."""
+    others = [impl for impl in impls
+              if getattr(impl.plugin, "__name__", None)
+              not in _REPORT_PLUGINS
+              and getattr(impl.plugin, "__name__", None) != own]
+    if not others:
+        return True
+    runner = next((impl for impl in impls
+                   if getattr(impl.plugin, "__name__", None)
+                   == RUNNER_PLUGIN), None)
+    if runner is None or getattr(runner, "wrapper", False) or \
+            getattr(runner, "hookwrapper", False) or \
+            not all(getattr(impl, "wrapper", False)
+                    or getattr(impl, "hookwrapper", False)
+                    for impl in others):
+        return None
+    made = []               # the report the stand-in implementation returns
+
+    def standin(item, call):
+        return made[0]
+    try:
+        # A pluggy HookImpl of no plugin, with the options of pytest's own.
+        impl = type(runner)(None, "leakcheck-standin", standin,
+                            dict(runner.opts))
+    except Exception:
+        return None
+    return [impl, *others], made
+
+
+def wrap_standins(hook, wrapping, item, reports):
+    """The reports standin_reports() made, each passed through the wrappers
+    of `wrapping` (what standins_known() returned: a list of hook
+    implementations, the report's and the wrappers, and where the report
+    goes) as the hook `hook` (an item's pytest_runtest_makereport) would
+    pass pytest's: pluggy's call of a hook with a list of implementations
+    of the caller's (pluggy 1.x: HookCaller._hookexec(name, impls,
+    kwargs, firstresult)).  None when the caller has none."""
+    execute = getattr(hook, "_hookexec", None)
+    if not callable(execute):
+        return None
+    impls, made = wrapping
+    wrapped = []
+    try:
+        for report in reports:
+            made[:] = [report]
+            wrapped.append(execute(hook.name, impls,
+                                   {"item": item,
+                                    "call": passed_call(report.when)},
+                                   True))
+    finally:
+        made.clear()
+    return wrapped
 
 
 def standin_reports(item):
     """The reports of a passing run (setup, call, teardown) made as the
     pytest_runtest_makereport hook would make them, without calling it (a
     fifth of the cost), when standins_known() says so of its
-    implementations; None when pytest's tmp_path plugin is not of the
-    shape known."""
+    implementations (then wrap_standins() passes them through the
+    wrappers of other plugins); None when pytest's tmp_path plugin is not
+    of the shape known."""
     key = getattr(sys.modules.get("_pytest.tmpdir"), "tmppath_result_key",
                   None)
     if key is None:

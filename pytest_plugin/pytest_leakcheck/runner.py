@@ -126,10 +126,13 @@ def report_standins(item, ihook):
     if none:
         item.funcargs = {}
     try:
+        hook = ihook.pytest_runtest_makereport
+        known = _of_impls(item.config, hook, _standins_known)
         reports = (pytest_private.standin_reports(item)
-                   if _of_impls(item.config,
-                                ihook.pytest_runtest_makereport,
-                                _standins_known) else None)
+                   if known is not None else None)
+        if reports is not None and known is not True:
+            reports = pytest_private.wrap_standins(hook, known, item,
+                                                   reports)
         if reports is None:
             reports = [ihook.pytest_runtest_makereport(
                            item=item, call=pytest_private.passed_call(when))
