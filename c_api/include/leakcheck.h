@@ -90,7 +90,8 @@ typedef enum lc_probe {
  * reading of either, and keeps: they take the lowest free numbers then,
  * every fds reading counts both, and no report names them.  Code may
  * close them: the next reading opens them again.  A forked child opens
- * its own. */
+ * its own.  On Linux 6.2 and later fds reads the kernel's count, which
+ * also counts a number a thread blocked in accept() has taken. */
 
 #define LC_PROBE_BIT(p) (1u << (unsigned)(p))
 #define LC_PROBES_ALL ((1u << LC_PROBE_COUNT) - 1u)
