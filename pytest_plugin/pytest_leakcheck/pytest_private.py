@@ -46,6 +46,10 @@ What each relies on:
 - `_pytest.skipping.xfailed_key`: the stash entry in which every setup
   phase keeps the item's evaluated xfail marks, read with .get(key, None).
 - `TerminalReporter._tw` and `TerminalWriter._file`.
+- pluggy's `HookCaller._hookexec(name, impls, kwargs, firstresult)` and
+  `HookImpl(plugin, plugin_name, function, opts)`: a hook called with a
+  list of implementations of the caller's, one of them made here
+  (wrap_standins).
 - The node classes of `_pytest.nodes`, `_pytest.main` and `_pytest.python`
   (`Directory` and `Dir` from pytest 8.1), ABCs since pytest 8: what
   check_node_types() checks a new type of node against.
