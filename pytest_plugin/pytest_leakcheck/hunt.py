@@ -189,7 +189,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
     the one that carries the verdict holding it as `.leakcheck`, or None
     when pytest runs the test instead (bad settings: it errors in its
     setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
-    the CPU clock just taken, if any; `markers`: the item's
+    perrun.wall just taken, if any; `markers`: the item's
     settings.closest_markers(), when read already."""
     # First: what is made for this test must die unfrozen, where its death
     # is counted.  The series replaces dicts of its own while it runs (an
@@ -304,7 +304,7 @@ def _run_series(h):
     What each part costs goes to h.costs."""
     item, series, runs, runner, costs = (h.item, h.series, h.runs,
                                          h.runner, h.costs)
-    clock = time.process_time
+    clock = perrun.wall
     total = h.settings.warmup + h.settings.repeat
     reports = None
     failure = None      # the report of a failed extra run
@@ -325,11 +325,11 @@ def _run_series(h):
     # traceback, in a cycle the snapshot collects) would make it
     # (cpython.LAZY_FRAMES), the reported run's growth and no later run's.
     cpython.make_frame_object()
-    # One reading of the clock ends a part and starts the next (reading it
-    # is a system call): a snapshot's part runs from the end of the last
-    # run to the start of the next, the progress line included.  `now` is
-    # bound before the first snapshot, as the floats above.
-    now = cpu = clock()
+    # One reading of the clock ends a part and starts the next: a
+    # snapshot's part runs from the end of the last run to the start of
+    # the next, the progress line included.  `now` and `mark` are bound
+    # before the first snapshot, as the floats above.
+    now = mark = clock()
     # Every snapshot is read from one call, series.next() and the rebase
     # alike: what the calling frame holds while the engine reads is then
     # the same in each (CPython 3.14 pushes a local borrowed at one call
@@ -367,8 +367,8 @@ def _run_series(h):
             if rebase:
                 continue
         now = clock()
-        costs.snapshots += now - cpu
-        cpu = now
+        costs.snapshots += now - mark
+        mark = now
         with runs.run():
             if reports is None:
                 # pytest's run: what the plugin's hooks do in it is not.
@@ -383,20 +383,20 @@ def _run_series(h):
                 run_time = max(run_time, time.perf_counter() - began)
         now = clock()
         if runs.count == 1:
-            costs.reported += now - cpu
+            costs.reported += now - mark
         elif confirming:
-            costs.confirmation += now - cpu
+            costs.confirmation += now - mark
         else:
-            costs.extra_runs += now - cpu
-        cpu = now
+            costs.extra_runs += now - mark
+        mark = now
         if outcome_of(reports) != "passed" or failure is not None:
             break
-    costs.snapshots += clock() - cpu
+    costs.snapshots += clock() - mark
     if reports is None:
-        cpu = clock()
+        mark = clock()
         with runs.run():
             reports = runner.run_reported()
-        costs.reported += clock() - cpu
+        costs.reported += clock() - mark
     return reports, failure, error, run_time
 
 
@@ -445,11 +445,11 @@ def _leaked(h, call, outcome, run_time):
     report is a section of the passing test's)."""
     item, series, state = h.item, h.series, h.state
     dump_dir = state.settings.dump_dir
-    cpu = time.process_time()
+    began = perrun.wall()
     diagnosis, note = _diagnose(h, series.leaking, state.settings.diagnose,
                                 run_time, keep_objects=bool(dump_dir),
                                 capture_dir=dump_dir)
-    h.costs.diagnosis += time.process_time() - cpu
+    h.costs.diagnosis += perrun.wall() - began
     text = series.report(diagnosis=diagnosis)
     if note is not None and diagnosis is None:
         text += f"\nnote: {note}"
@@ -480,14 +480,14 @@ def _finish(h, reports, call, rec, judged):
         # The teardown phase alone is not a run of the test; one more whole
         # run is.
         alone = h.runner.tears_down_alone()
-        cpu = time.process_time()
+        began = perrun.wall()
         with h.runs.unmeasured() if alone else h.runs.run():
             reports, final_failure = h.runner.finish(reports, alone)
         # The teardown phase alone is leakcheck's, but for the wider
         # fixtures' teardown, which pytest's teardown phase of the test
         # would have run.
         if not alone:
-            h.costs.extra_runs += time.process_time() - cpu
+            h.costs.extra_runs += perrun.wall() - began
     h.costs.reported += h.runner.pytests_seconds
     if final_failure is not None and judged:
         # The extra run that tears down wider fixtures failed: the test

@@ -234,31 +234,64 @@ class Runs:
         return max(0.0, time.perf_counter() - self.started - self.first)
 
 
+# The clocks of the cost accounting.  The CPU clock (time.process_time,
+# CLOCK_PROCESS_CPUTIME_ID) is a system call, about 0.6 us alone, and the
+# code after one runs on colder caches; read at every part of a hunt, it
+# was read 13 times a clean test (bench/bench_clock.py counts the reads),
+# and a clean test cost 25 to 35 us more than with two (bench_overhead.py
+# --against, paired and between the first and the last test).  So a hunt
+# reads it twice,
+# at its start and its end (Costs): its total is CPU seconds.  Its parts,
+# and the plugin's work outside the hunts (Outside), are timed on the
+# monotonic clock, which is read in user space (`wall`), and turned into
+# CPU seconds by the share of the CPU the process had meanwhile: a hunt's
+# parts by that hunt's, the work outside them by the hunts' so far.
+wall = time.perf_counter
+
+
 class Outside:
     """The CPU seconds of the plugin's work that no test's hunt_costs
     count: its import and set-up, its hooks around each test (its records,
     the freezer let go before a test it does not hunt) and in each
     reported run (that run is pytest's, what the plugin's hooks do in it
     is not), the session's end.  `paused` while a hunt counts its own.
-    The report's journal is a category of its own (the report's cpu)."""
+    The report's journal is a category of its own (the report's cpu).
 
-    __slots__ = ("cpu", "paused")
+    Timed on `wall`; `seconds` counts them, cpu() turns them into CPU
+    seconds by the share of the CPU the hunts had (share())."""
+
+    __slots__ = ("seconds", "paused", "hunts_cpu", "hunts_wall")
 
     def __init__(self):
-        self.cpu = float(0)
+        self.seconds = float(0)
         self.paused = False
+        self.hunts_cpu = float(0)
+        self.hunts_wall = float(0)
 
     def begin(self):
-        return None if self.paused else time.process_time()
+        return None if self.paused else wall()
 
     def end(self, began):
         """Counts the time since `began` (begin()); the reading of the
         clock, or None when there was none."""
         if began is None:
             return None
-        now = time.process_time()
-        self.cpu += now - began
+        now = wall()
+        self.seconds += now - began
         return now
+
+    def share(self, cpu, seconds):
+        """A hunt took `cpu` CPU seconds in `seconds` on `wall`."""
+        self.hunts_cpu += cpu
+        self.hunts_wall += seconds
+
+    def cpu(self, since=0.0):
+        """The CPU seconds counted since `seconds` was `since`: as many
+        seconds as the hunts so far had CPU per second of `wall` (one to
+        one before the first hunt)."""
+        ratio = (self.hunts_cpu / self.hunts_wall if self.hunts_wall > 0
+                 else 1.0)
+        return (self.seconds - since) * ratio
 
 
 OUTSIDE = Outside()
@@ -267,21 +300,25 @@ OUTSIDE = Outside()
 class Costs:
     """The CPU seconds (time.process_time) leakcheck adds to one test, by
     leakcheck.report's COST_CATEGORIES, and those of its reported run.
-    Every field is a float of its own from the start, and each reading
-    replaces one float by another: read between two snapshots, they grow
-    nothing."""
+    The CPU clock is read at the start and in as_dict(), at the end: the
+    parts in between are timed on `wall` (lap()), and as_dict() gives each
+    its share of the CPU seconds.  Every field is a float of its own from
+    the start, and each reading replaces one float by another: read
+    between two snapshots, they grow nothing."""
 
-    __slots__ = ("began", "mark", "journal", "journal_began", "reported",
-                 "snapshots", "extra_runs", "confirmation", "diagnosis")
+    __slots__ = ("began", "cpu_began", "mark", "journal", "journal_began",
+                 "reported", "snapshots", "extra_runs", "confirmation",
+                 "diagnosis")
 
     def __init__(self, journal=None, now=None):
         # The session's report (None without one), whose journaling is a
         # category of the session's: what it took during the hunt is not
-        # the hunt's bookkeeping.  `now`: a reading of the clock just
-        # taken, if any.
+        # the hunt's bookkeeping.  `now`: a reading of `wall` just taken,
+        # if any.
         self.journal = journal
         self.journal_began = self.journaled()
-        self.began = self.mark = time.process_time() if now is None else now
+        self.cpu_began = time.process_time()
+        self.began = self.mark = wall() if now is None else now
         self.reported = float(0)
         self.snapshots = float(0)
         self.extra_runs = float(0)
@@ -289,13 +326,13 @@ class Costs:
         self.diagnosis = float(0)
 
     def journaled(self):
-        """The report's journal's CPU seconds so far."""
+        """The report's journal's seconds so far."""
         return self.journal.cpu if self.journal is not None else 0.0
 
     def lap(self):
-        """The CPU seconds since the last lap (or since the hunt began),
-        from one reading of the clock (a system call)."""
-        now = time.process_time()
+        """The seconds since the last lap (or since the hunt began), on
+        `wall`."""
+        now = wall()
         spent = now - self.mark
         self.mark = now
         return spent
@@ -307,19 +344,24 @@ class Costs:
         self.reported += self.lap() - (self.journaled() - journaled)
 
     def as_dict(self):
-        """The record's hunt_costs: what the other categories leave of the
+        """The record's hunt_costs, in CPU seconds: the hunt's, shared out
+        by the time each part took; what the other categories leave of the
         time since the hunt began is leakcheck's own bookkeeping (making
         the run ready, the record, its hooks), less what the report's
         journal took meanwhile."""
-        spent = time.process_time() - self.began - self.reported
+        cpu = time.process_time() - self.cpu_began
+        seconds = wall() - self.began
+        OUTSIDE.share(cpu, seconds)
+        ratio = cpu / seconds if seconds > 0 else 1.0
+        spent = seconds - self.reported
         spent -= self.journaled() - self.journal_began
         measured = (self.snapshots + self.extra_runs + self.confirmation +
                     self.diagnosis)
-        return {"snapshots": round(self.snapshots, 6),
-                "extra_runs": round(self.extra_runs, 6),
-                "confirmation": round(self.confirmation, 6),
-                "diagnosis": round(self.diagnosis, 6),
-                "bookkeeping": round(max(0.0, spent - measured), 6)}
+        return {"snapshots": round(self.snapshots * ratio, 6),
+                "extra_runs": round(self.extra_runs * ratio, 6),
+                "confirmation": round(self.confirmation * ratio, 6),
+                "diagnosis": round(self.diagnosis * ratio, 6),
+                "bookkeeping": round(max(0.0, spent - measured) * ratio, 6)}
 
 
 def arm(item):

@@ -53,7 +53,6 @@ import os
 import pathlib
 import shutil
 import sys
-import time
 import types
 import warnings
 
@@ -63,6 +62,7 @@ from leakcheck import cpython
 
 from . import neighbours
 from . import parking
+from . import perrun
 from . import pytest_private
 
 _HOOKS = {
@@ -627,7 +627,8 @@ class _Spent:
 
 
 class _TimedFinalizer:
-    """A finalizer on pytest's setup stack that counts its CPU seconds."""
+    """A finalizer on pytest's setup stack that counts its seconds (on
+    perrun.wall, the hunt's costs' clock)."""
 
     __slots__ = ("fin", "spent")
 
@@ -635,11 +636,11 @@ class _TimedFinalizer:
         self.fin, self.spent = fin, spent
 
     def __call__(self):
-        began = time.process_time()
+        began = perrun.wall()
         try:
             return self.fin()
         finally:
-            self.spent.seconds += time.process_time() - began
+            self.spent.seconds += perrun.wall() - began
 
 
 class ItemRunner:
@@ -673,9 +674,9 @@ class ItemRunner:
         self._parent = item.parent
         self._sections = 0
         self._properties = 0
-        # The CPU seconds of pytest's own work (the wider fixtures' setup
-        # and teardown) in the phases the runner adds to the test's: the
-        # rest of those phases is leakcheck's.
+        # The seconds (perrun.wall) of pytest's own work (the wider
+        # fixtures' setup and teardown) in the phases the runner adds to
+        # the test's: the rest of those phases is leakcheck's.
         self.pytests_seconds = float(0)
         # Made now, before the snapshot that precedes the reported run, so
         # that what the runner keeps is not that run's growth: the shared
@@ -883,12 +884,12 @@ class ItemRunner:
                 if not _before_fixtures(item.ihook.pytest_runtest_setup,
                                         item):
                     return
-                began = time.process_time()
+                began = perrun.wall()
                 try:
                     for name in names:
                         pytest_private.getfixturevalue(item, name)
                 finally:
-                    self.pytests_seconds += time.process_time() - began
+                    self.pytests_seconds += perrun.wall() - began
         except BaseException as e:
             # The setup phase raises it again (a fixture's outcome is
             # cached), or does what is left.
@@ -1095,7 +1096,7 @@ class ItemRunner:
     def _time_finalizers(self, nextitem):
         """The finalizers of the nodes that tearing down for `nextitem` pops
         off pytest's setup stack (the wider fixtures' teardown), each made
-        to count its CPU seconds in the _Spent returned."""
+        to count its seconds in the _Spent returned."""
         spent = _Spent()
         stack = pytest_private.setup_stack(self.item.session)
         if stack is None:

@@ -200,7 +200,7 @@ class State:
         # (the plugin's import is this session's: a session run inside a
         # test begins with the outer one's).
         self.outside_began = 0.0 if _sessions_begun() == 1 else \
-            perrun.OUTSIDE.cpu
+            perrun.OUTSIDE.seconds
         self.freezer = _GcFreezer(gc.get_freeze_count())
         self.sigterm_handler = None       # ours, while installed
         self.recovered = None             # what to say of an earlier run
@@ -211,7 +211,7 @@ class State:
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this
         session (perrun.Outside)."""
-        return perrun.OUTSIDE.cpu - self.outside_began
+        return perrun.OUTSIDE.cpu(since=self.outside_began)
 
     def add(self, rec):
         test_id = rec["id"]
