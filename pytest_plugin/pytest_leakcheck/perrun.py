@@ -236,17 +236,46 @@ class Runs:
 
 # The clocks of the cost accounting.  The CPU clock (time.process_time,
 # CLOCK_PROCESS_CPUTIME_ID) is a system call, about 0.6 us alone, and the
-# code after one runs on colder caches; read at every part of a hunt, it
-# was read 13 times a clean test (bench/bench_clock.py counts the reads),
-# and a clean test cost 25 to 35 us more than with two (bench_overhead.py
-# --against, paired and between the first and the last test).  So a hunt
-# reads it twice,
-# at its start and its end (Costs): its total is CPU seconds.  Its parts,
-# and the plugin's work outside the hunts (Outside), are timed on the
-# monotonic clock, which is read in user space (`wall`), and turned into
-# CPU seconds by the share of the CPU the process had meanwhile: a hunt's
-# parts by that hunt's, the work outside them by the hunts' so far.
+# code after one runs on colder caches: read at every part of a hunt, 13
+# times a clean test (bench/bench_clock.py counts the reads), it cost a
+# clean test 25 to 35 us (bench_overhead.py --against, paired and between
+# the first and the last test).  So every part of a hunt, and the plugin's
+# work outside the hunts, is timed on the monotonic clock, which is read in
+# user space (`wall`), and turned into CPU seconds by the share of the CPU
+# the process had per second of it (SHARE), which reads the CPU clock once
+# in SHARE_WINDOW seconds at most.
 wall = time.perf_counter
+SHARE_WINDOW = 0.05
+
+
+class CpuShare:
+    """The CPU seconds the process had per second of `wall`: over the last
+    SHARE_WINDOW seconds or more (recent()), and since it was made
+    (overall()).  Above one while other threads of the process run too."""
+
+    __slots__ = ("cpu_began", "wall_began", "cpu", "wall", "ratio")
+
+    def __init__(self):
+        self.cpu_began = self.cpu = time.process_time()
+        self.wall_began = self.wall = wall()
+        self.ratio = 1.0
+
+    def recent(self):
+        now = wall()
+        if now - self.wall >= SHARE_WINDOW:
+            cpu = time.process_time()
+            self.ratio = (cpu - self.cpu) / (now - self.wall)
+            self.cpu, self.wall = cpu, now
+        return self.ratio
+
+    def overall(self):
+        seconds = wall() - self.wall_began
+        if seconds <= 0:
+            return 1.0
+        return (time.process_time() - self.cpu_began) / seconds
+
+
+SHARE = CpuShare()
 
 
 class Outside:
@@ -257,16 +286,14 @@ class Outside:
     is not), the session's end.  `paused` while a hunt counts its own.
     The report's journal is a category of its own (the report's cpu).
 
-    Timed on `wall`; `seconds` counts them, cpu() turns them into CPU
-    seconds by the share of the CPU the hunts had (share())."""
+    Timed on `wall` (`seconds`); cpu() gives them the process's share of
+    the CPU over its life."""
 
-    __slots__ = ("seconds", "paused", "hunts_cpu", "hunts_wall")
+    __slots__ = ("seconds", "paused")
 
     def __init__(self):
         self.seconds = float(0)
         self.paused = False
-        self.hunts_cpu = float(0)
-        self.hunts_wall = float(0)
 
     def begin(self):
         return None if self.paused else wall()
@@ -280,35 +307,24 @@ class Outside:
         self.seconds += now - began
         return now
 
-    def share(self, cpu, seconds):
-        """A hunt took `cpu` CPU seconds in `seconds` on `wall`."""
-        self.hunts_cpu += cpu
-        self.hunts_wall += seconds
-
     def cpu(self, since=0.0):
-        """The CPU seconds counted since `seconds` was `since`: as many
-        seconds as the hunts so far had CPU per second of `wall` (one to
-        one before the first hunt)."""
-        ratio = (self.hunts_cpu / self.hunts_wall if self.hunts_wall > 0
-                 else 1.0)
-        return (self.seconds - since) * ratio
+        """The CPU seconds counted since `seconds` was `since`."""
+        return (self.seconds - since) * SHARE.overall()
 
 
 OUTSIDE = Outside()
 
 
 class Costs:
-    """The CPU seconds (time.process_time) leakcheck adds to one test, by
-    leakcheck.report's COST_CATEGORIES, and those of its reported run.
-    The CPU clock is read at the start and in as_dict(), at the end: the
-    parts in between are timed on `wall` (lap()), and as_dict() gives each
-    its share of the CPU seconds.  Every field is a float of its own from
-    the start, and each reading replaces one float by another: read
-    between two snapshots, they grow nothing."""
+    """The CPU seconds leakcheck adds to one test, by leakcheck.report's
+    COST_CATEGORIES, and those of its reported run: timed on `wall`
+    (lap()), and as_dict() turns them into CPU seconds (SHARE).  Every
+    field is a float of its own from the start, and each reading replaces
+    one float by another: read between two snapshots, they grow
+    nothing."""
 
-    __slots__ = ("began", "cpu_began", "mark", "journal", "journal_began",
-                 "reported", "snapshots", "extra_runs", "confirmation",
-                 "diagnosis")
+    __slots__ = ("began", "mark", "journal", "journal_began", "reported",
+                 "snapshots", "extra_runs", "confirmation", "diagnosis")
 
     def __init__(self, journal=None, now=None):
         # The session's report (None without one), whose journaling is a
@@ -317,7 +333,6 @@ class Costs:
         # if any.
         self.journal = journal
         self.journal_began = self.journaled()
-        self.cpu_began = time.process_time()
         self.began = self.mark = wall() if now is None else now
         self.reported = float(0)
         self.snapshots = float(0)
@@ -344,16 +359,12 @@ class Costs:
         self.reported += self.lap() - (self.journaled() - journaled)
 
     def as_dict(self):
-        """The record's hunt_costs, in CPU seconds: the hunt's, shared out
-        by the time each part took; what the other categories leave of the
-        time since the hunt began is leakcheck's own bookkeeping (making
-        the run ready, the record, its hooks), less what the report's
-        journal took meanwhile."""
-        cpu = time.process_time() - self.cpu_began
-        seconds = wall() - self.began
-        OUTSIDE.share(cpu, seconds)
-        ratio = cpu / seconds if seconds > 0 else 1.0
-        spent = seconds - self.reported
+        """The record's hunt_costs, in CPU seconds: what the other
+        categories leave of the time since the hunt began is leakcheck's
+        own bookkeeping (making the run ready, the record, its hooks), less
+        what the report's journal took meanwhile."""
+        ratio = SHARE.recent()
+        spent = wall() - self.began - self.reported
         spent -= self.journaled() - self.journal_began
         measured = (self.snapshots + self.extra_runs + self.confirmation +
                     self.diagnosis)
