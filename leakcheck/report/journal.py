@@ -31,6 +31,7 @@ leakcheck.report.schema's.
 
 import fcntl
 import json
+import mmap
 import os
 import socket
 
@@ -143,6 +144,7 @@ class Journal:
         self.path = path
         self.fd = _claim(path)
         self.size = 0               # bytes written: the file's, once claimed
+        self.view = None            # the file mapped, for read_record()
         self.write({"schema": JOURNAL_SCHEMA, "pid": os.getpid(),
                     "host": socket.gethostname(), "created": now(),
                     "report": meta})
@@ -166,11 +168,37 @@ class Journal:
 
     def read_record(self, where):
         """The JSON text of the record whose line is at `where` (what
-        write() returned for it), read back from the file: a RawJSON."""
+        write() returned for it), read back from the file: a RawJSON.
+        Read from the file mapped into memory (mapped again when it grew
+        past the mapping), so that the final report, which reads every
+        record, makes no system call per test; with pread(2) where the
+        file cannot be mapped."""
         offset, length = where
-        head = len(_RECORD_HEAD)
-        return RawJSON(os.pread(self.fd, length - head - len(_RECORD_TAIL),
-                                offset + head).decode("ascii"))
+        start = offset + len(_RECORD_HEAD)
+        end = offset + length - len(_RECORD_TAIL)
+        view = self.view
+        if view is None or end > len(view):
+            view = self._map()
+        if view is None:
+            text = os.pread(self.fd, end - start, start)
+        else:
+            text = view[start:end]
+        return RawJSON(text.decode("ascii"))
+
+    def _map(self):
+        """The whole file mapped for reading (replacing an older mapping),
+        or None when it cannot be."""
+        self._unmap()
+        try:
+            self.view = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            self.view = None
+        return self.view
+
+    def _unmap(self):
+        if self.view is not None:
+            self.view.close()
+            self.view = None
 
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed
@@ -178,6 +206,7 @@ class Journal:
         meanwhile."""
         if self.fd is None:
             return
+        self._unmap()
         if remove:
             try:
                 os.unlink(self.path)
