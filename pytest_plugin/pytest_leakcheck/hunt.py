@@ -125,15 +125,15 @@ def protocol(item, nextitem):
     now = outside.end(began)
     outside.paused = True           # the hunt counts its own (hunt_costs)
     try:
-        reports = hunt(item, nextitem, state, now, markers)
+        hunted = hunt(item, nextitem, state, now, markers)
     finally:
         outside.paused = False
-    if reports is None:
+    if hunted is None:
         began = outside.begin()
         state.freezer.end()
         outside.end(began)
         return None
-    ihook = item.ihook
+    reports, ihook = hunted
     state.logging = item.nodeid
     try:
         for rep in reports:
@@ -185,8 +185,9 @@ class _Hunt:
 
 
 def hunt(item, nextitem, state, now=None, markers=None):
-    """Runs the reported run and the series; returns the reports to log,
-    the one that carries the verdict holding it as `.leakcheck`, or None
+    """Runs the reported run and the series; returns the reports to log
+    (the one that carries the verdict holding it as `.leakcheck`) and the
+    item's ihook to log them with (read once for the hunt), or None
     when pytest runs the test instead (bad settings: it errors in its
     setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
     perrun.wall just taken, if any; `markers`: the item's
@@ -219,7 +220,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
     rec = _judge(h, call, outcome, failure, error, run_time)
     return _finish(h, reports, call, rec,
                    judged=failure is None and error is None
-                   and outcome == "passed")
+                   and outcome == "passed"), h.runner.ihook
 
 
 def _start(item, nextitem, state, costs, markers=None, froze=False):
