@@ -1,10 +1,15 @@
 """The crash journal of a report.
 
 While ``pytest --leaks-report=REPORT`` runs, the process that writes the
-report keeps ``REPORT.journal``: JSON lines, each appended with one
-write(2) as its event happens, so that a process killed at any moment (a
-segfault, SIGKILL, the out-of-memory killer, ``os._exit``) leaves every
-event before it readable, and the cost per test stays constant:
+report keeps ``REPORT.journal``: JSON lines, each appended as its event
+happens, so that a process killed at any moment (a segfault, SIGKILL, the
+out-of-memory killer, ``os._exit``) leaves every event before it
+readable, and the cost per test stays constant.  They are copied into
+the file mapped into memory, which the kernel keeps when the process
+dies, and no system call is made but once in a WINDOW of bytes; the file
+is reserved on disk that far ahead, and NUL bytes follow its last line
+until the session ends (a reader leaves them out as it leaves out a torn
+last line).  Where the file cannot be mapped, each write is a write(2):
 
     {"schema": JOURNAL_SCHEMA, "pid": n, "host": name, "created": time,
      "report": {"settings": ..., "probes": ..., "environment": ...}}
@@ -68,6 +73,11 @@ class InUse(OSError):
 
 def journal_path(report_path):
     return os.fspath(report_path) + SUFFIX
+
+
+# The bytes of the journal mapped into memory at a time, for its appends
+# (Journal._copy): a multiple of any page size (mmap's offsets must be).
+WINDOW = 1 << 20
 
 
 def _write_all(fd, data):
@@ -145,21 +155,29 @@ class Journal:
         self.fd = _claim(path)
         self.size = 0               # bytes written: the file's, once claimed
         self.view = None            # the file mapped, for read_record()
+        # The part of the file that write() copies into: WINDOW bytes from
+        # `base`, reserved on disk and mapped; None when not mapped, and
+        # for good once `mapped` is False (the file could not be).
+        self.window = None
+        self.base = 0
+        self.mapped = True
         self.write({"schema": JOURNAL_SCHEMA, "pid": os.getpid(),
                     "host": socket.gethostname(), "created": now(),
                     "report": meta})
 
     def write(self, *events):
-        """Appends the events, one line each, with one write: a kill leaves
-        them whole or, at worst, the last line torn.  Returns where each
-        line is in the file, [(offset, length)], for read_record()."""
+        """Appends the events, one line each, at once: a kill leaves them
+        whole or, at worst, the last line torn.  Returns where each line
+        is in the file, [(offset, length)], for read_record()."""
         lines = [_line(event) for event in events]
-        try:
-            _write_all(self.fd, b"".join(lines))
-        except BaseException:
-            # Part of it may be written: the size is the file's.
-            self.size = os.fstat(self.fd).st_size
-            raise
+        data = b"".join(lines)
+        if not self.mapped or not self._copy(data):
+            try:
+                _write_all(self.fd, data)
+            except BaseException:
+                # Part of it may be written: the size is the file's.
+                self.size = os.fstat(self.fd).st_size
+                raise
         where = []
         for line in lines:
             where.append((self.size, len(line)))
@@ -200,6 +218,56 @@ class Journal:
             self.view.close()
             self.view = None
 
+    def _copy(self, data):
+        """Copies `data` after the journal's last line, into the file
+        mapped into memory (WINDOW): no system call but once in a window.
+        The file is reserved on disk a window ahead (posix_fallocate: a
+        full disk says so then, instead of a SIGBUS at a copy), and reads
+        as NUL bytes after the last line, which a reader takes for a torn
+        last line: the process's death loses nothing written, as the page
+        cache keeps it.  False when the file cannot be mapped."""
+        at = self.size - self.base
+        if self.window is not None and at + len(data) <= WINDOW:
+            self.window[at:at + len(data)] = data
+            return True
+        pos, end = self.size, self.size + len(data)
+        try:
+            while pos < end:
+                window = self.window
+                if window is None or pos >= self.base + WINDOW:
+                    window = self._map_window(pos)
+                at = pos - self.base
+                n = min(end - pos, WINDOW - at)
+                window[at:at + n] = data[pos - self.size:pos - self.size + n]
+                pos += n
+        except (OSError, ValueError, OverflowError, AttributeError):
+            # (AttributeError: no posix_fallocate or MAP_SHARED here.)
+            # Appended with write(2) from now on, once the file is cut back
+            # to its lines (the reserve after them goes); when it cannot
+            # be, the write fails (OSError) and the next one maps again.
+            self._unmap_window()
+            os.ftruncate(self.fd, self.size)
+            self.mapped = False
+            return False
+        return True
+
+    def _map_window(self, pos):
+        """Maps the WINDOW bytes of the file from the multiple of WINDOW
+        at or before `pos`, reserved on disk first."""
+        self._unmap_window()
+        base = pos - pos % WINDOW
+        os.posix_fallocate(self.fd, base, WINDOW)
+        self.window = mmap.mmap(self.fd, WINDOW, mmap.MAP_SHARED,
+                                mmap.PROT_READ | mmap.PROT_WRITE,
+                                offset=base)
+        self.base = base
+        return self.window
+
+    def _unmap_window(self):
+        if self.window is not None:
+            self.window.close()
+            self.window = None
+
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed
         while still locked, it cannot be taken from a session that starts
@@ -207,6 +275,12 @@ class Journal:
         if self.fd is None:
             return
         self._unmap()
+        self._unmap_window()
+        if not remove and self.mapped:
+            try:                # what is left has the journal's lines alone
+                os.ftruncate(self.fd, self.size)
+            except OSError:
+                pass
         if remove:
             try:
                 os.unlink(self.path)

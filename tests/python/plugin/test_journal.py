@@ -148,10 +148,13 @@ def test_2_clean():
     pass
 
 def test_3_torn():
-    def half_then_die(fd, data):
-        os.write(fd, data[:len(data) // 2])
+    journal = leakcheck.report.journal.Journal
+    copy = journal._copy
+
+    def half_then_die(self, data):
+        copy(self, data[:len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-    leakcheck.report.journal._write_all = half_then_die
+    journal._copy = half_then_die
 
 def test_4_never_runs():
     pass
@@ -176,7 +179,8 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
     assert result.ret == -signal.SIGKILL
     text = (pytester.path / "r.json.journal").read_text()
-    assert not text.endswith("\n")          # the last line is torn
+    # The last line is torn; the reserve after it reads as NUL bytes.
+    assert text.endswith("\0") and not text.rstrip("\0").endswith("\n")
     report = gate.load_report(str(pytester.path / "r.json"))
     assert {t["id"]: t["verdict"] for t in report["tests"]} == {
         "test_torn.py::test_1_leaks": "leak",
@@ -186,7 +190,7 @@ def test_a_kill_mid_write_leaves_every_earlier_line(pytester):
     (pytester.path / "r.json.journal").unlink()
     pytester.makeconftest(MID_REPORT)
     pytester.makepyfile(test_torn=MID_JOURNAL.replace(
-        "leakcheck.report.journal._write_all = half_then_die", "pass"))
+        "journal._copy = half_then_die", "pass"))
     result = pytester.runpytest_subprocess("--leaks", "--leaks-report=r.json")
     assert result.ret == -signal.SIGKILL
     assert not (pytester.path / "r.json").exists()

@@ -80,10 +80,52 @@ def test_a_record_written_is_read_back_where_write_said(tmp_path):
     assert text == json.dumps(record) and json.loads(text) == record
     assert j.write({"done": True}) == [(where[-1][0] + where[-1][1],
                                         len('{"done":true}\n'))]
-    assert j.size == os.path.getsize(path)
+    # The lines, then NUL bytes as far as the file is reserved ahead
+    # (Journal._copy); cut back to its lines when kept at the close.
+    with open(path, "rb") as f:
+        data = f.read()
+    assert len(data) >= j.size and not data[j.size:].strip(b"\0")
+    assert [json.loads(line) for line in data[:j.size].splitlines()][1:] \
+        == [*events, {"done": True}]
+    size = j.size
+    j.close(remove=False)
+    assert os.path.getsize(path) == size
+
+
+def test_a_journal_left_open_reads_as_its_lines(tmp_path):
+    # A process that dies leaves the reserve after the last line: a
+    # reader takes it for a torn last line, and every event is there.
+    path = str(tmp_path / "r.json.journal")
+    j = journal.Journal(path, {})
+    events = [{"start": f"{i:04d}" + "t" * 500} for i in range(3000)]
+    for event in events:
+        j.write(event)
+    assert j.size > journal.WINDOW          # a line across two windows
+    assert os.path.getsize(path) > j.size
+    # Read as a dead run's: every test began, none ended.
+    doc = journal.read(path)
+    assert [t["id"] for t in doc["tests"]] == [e["start"] for e in events]
+    assert {t["verdict"] for t in doc["tests"]} == {"crashed"}
+    with open(path, "rb") as f:
+        lines = f.read()[:j.size].splitlines()
+    assert [json.loads(line) for line in lines][1:] == events
+    j.close(remove=True)
+
+
+def test_a_journal_that_cannot_be_mapped_is_appended_to(tmp_path,
+                                                        monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError(19, "No such device")
+    monkeypatch.setattr(journal.mmap, "mmap", refused)
+    path = str(tmp_path / "r.json.journal")
+    j = journal.Journal(path, {})
+    where = j.write({"start": "t"}, {"record": {"id": "t"}})
+    assert not j.mapped
+    assert os.path.getsize(path) == j.size
+    assert j.read_record(where[1]) == '{"id": "t"}'
     with open(path) as f:
-        assert [json.loads(line) for line in f][1:] == [*events,
-                                                        {"done": True}]
+        assert [json.loads(line) for line in f][1:] == [
+            {"start": "t"}, {"record": {"id": "t"}}]
     j.close(remove=True)
 
 
