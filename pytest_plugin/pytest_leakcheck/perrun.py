@@ -238,7 +238,7 @@ class Runs:
 # CLOCK_PROCESS_CPUTIME_ID) is a system call, about 0.6 us alone, and the
 # code after one runs on colder caches: read at every part of a hunt, 13
 # times a clean test (bench/bench_clock.py counts the reads), it cost a
-# clean test 25 to 35 us (bench_overhead.py --against, paired and between
+# clean test 20 to 40 us (bench_overhead.py --against, paired and between
 # the first and the last test).  So every part of a hunt, and the plugin's
 # work outside the hunts, is timed on the monotonic clock, which is read in
 # user space (`wall`), and turned into CPU seconds by the share of the CPU
