@@ -80,6 +80,13 @@ def journal_path(report_path):
 WINDOW = 1 << 20
 
 
+def _let_go(mapping):
+    """Closes a mapping of the journal, if any; None."""
+    if mapping is not None:
+        mapping.close()
+    return None
+
+
 def _write_all(fd, data):
     while data:
         data = data[os.write(fd, data):]
@@ -206,17 +213,12 @@ class Journal:
     def _map(self):
         """The whole file mapped for reading (replacing an older mapping),
         or None when it cannot be."""
-        self._unmap()
+        self.view = _let_go(self.view)
         try:
             self.view = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
             self.view = None
         return self.view
-
-    def _unmap(self):
-        if self.view is not None:
-            self.view.close()
-            self.view = None
 
     def _copy(self, data):
         """Copies `data` after the journal's last line, into the file
@@ -245,7 +247,7 @@ class Journal:
             # Appended with write(2) from now on, once the file is cut back
             # to its lines (the reserve after them goes); when it cannot
             # be, the write fails (OSError) and the next one maps again.
-            self._unmap_window()
+            self.window = _let_go(self.window)
             os.ftruncate(self.fd, self.size)
             self.mapped = False
             return False
@@ -254,7 +256,7 @@ class Journal:
     def _map_window(self, pos):
         """Maps the WINDOW bytes of the file from the multiple of WINDOW
         at or before `pos`, reserved on disk first."""
-        self._unmap_window()
+        self.window = _let_go(self.window)
         base = pos - pos % WINDOW
         os.posix_fallocate(self.fd, base, WINDOW)
         self.window = mmap.mmap(self.fd, WINDOW, mmap.MAP_SHARED,
@@ -263,10 +265,6 @@ class Journal:
         self.base = base
         return self.window
 
-    def _unmap_window(self):
-        if self.window is not None:
-            self.window.close()
-            self.window = None
 
     def close(self, remove):
         """Closes the journal, removing it first when `remove`: removed
@@ -274,8 +272,8 @@ class Journal:
         meanwhile."""
         if self.fd is None:
             return
-        self._unmap()
-        self._unmap_window()
+        self.view = _let_go(self.view)
+        self.window = _let_go(self.window)
         if not remove and self.mapped:
             try:                # what is left has the journal's lines alone
                 os.ftruncate(self.fd, self.size)
