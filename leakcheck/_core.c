@@ -318,47 +318,47 @@ typedef struct {
 static Py_ssize_t
 trim_table(lc__type_cache_entry *table, Py_ssize_t count, PyObject *filler)
 {
-    uint16_t held[LC__TYPE_CACHE_MAX];
-    unsigned char alone[LC__TYPE_CACHE_MAX];
-    Py_ssize_t i, j, m = 0, n = 0;
+    /* Static: 40 KB is much for the stack of a thread a snapshot may be
+     * taken in, and the GIL is held throughout (no Python code runs). */
+    static PyObject *held[LC__TYPE_CACHE_MAX];
+    static uint16_t alone[LC__TYPE_CACHE_MAX];
+    Py_ssize_t i, j, k, m = 0, a = 0, n = 0;
 
-    /* The entries that hold a name, their references taken off it... */
+    /* The entries that hold a name, their references taken off it.  A
+     * name's count reaches 0 there at its last entry, and only if the
+     * cache alone holds it (each entry holds a reference): that entry is
+     * noted, one per name the cache alone holds, and there are few. */
     for (i = 0; i < count; i++) {
         PyObject *name = table[i].name;
         if (name != NULL && name != filler && name != Py_None) {
-            Py_SET_REFCNT(name, Py_REFCNT(name) - 1);
-            held[m++] = (uint16_t)i;
+            Py_ssize_t left = Py_REFCNT(name) - 1;
+            Py_SET_REFCNT(name, left);
+            held[m++] = name;
+            if (left == 0)
+                alone[a++] = (uint16_t)i;
         }
     }
-    /* ...those whose name has none left are the cache's alone.  Every
-     * other entry gets its reference back at once: a name with a count
-     * left keeps one whatever is put back first, whereas a name the
-     * cache alone holds reads 0 in each of its entries, whose references
-     * are put back in the loop after.  (One pass over the names instead
-     * of two: each is a cache miss more than the table's.) */
-    for (j = 0; j < m; j++) {
-        PyObject *name = table[held[j]].name;
-        alone[j] = Py_REFCNT(name) == 0;
-        if (!alone[j])
-            Py_SET_REFCNT(name, Py_REFCNT(name) + 1);
-    }
-    /* ...and every count is put back before any name is let go. */
+    /* Every count is put back before any name is let go. */
     for (j = 0; j < m; j++)
-        if (alone[j])
-            Py_SET_REFCNT(table[held[j]].name,
-                          Py_REFCNT(table[held[j]].name) + 1);
-    for (j = 0; j < m; j++) {
-        lc__type_cache_entry *e = &table[held[j]];
-        PyObject *old = e->name;
+        Py_SET_REFCNT(held[j], Py_REFCNT(held[j]) + 1);
+    /* Then each such name leaves every entry that holds it: its count is
+     * how many, and they all come before the one noted. */
+    for (k = 0; k < a; k++) {
+        PyObject *name = table[alone[k]].name;
+        Py_ssize_t left = Py_REFCNT(name);
 
-        if (!alone[j])
-            continue;
-        e->version = 0;
-        e->value = NULL;
-        Py_INCREF(filler);
-        e->name = filler;
-        Py_DECREF(old);
-        n++;
+        for (i = alone[k]; left > 0 && i >= 0; i--) {
+            lc__type_cache_entry *e = &table[i];
+            if (e->name != name)
+                continue;
+            left--;
+            e->version = 0;
+            e->value = NULL;
+            Py_INCREF(filler);
+            e->name = filler;
+            Py_DECREF(name);    /* the last one frees it */
+            n++;
+        }
     }
     return n;
 }

@@ -131,7 +131,14 @@ def _sync_warning_filters(warnings):
     frees the stale one.  Nothing to do where warnings are context-aware
     (``catch_warnings()`` then leaves ``warnings.filters`` alone, and a
     warning reads the context's filters first) or where ``warnings`` is the
-    pure-Python implementation."""
+    pure-Python implementation.
+
+    Where the address of the list warn() holds is found (the first time,
+    cpython.filters_warn_holds()), it is read first: nothing to do when it
+    is ``warnings.filters`` (no warning since the last sync, or only
+    warnings that read the same list).  In the plugin that spares the
+    snapshot after a test's run."""
+    global _filters_held
     if warnings is None or _c_warn_explicit is None or \
             getattr(sys.flags, "context_aware_warnings", False):
         return
@@ -139,6 +146,28 @@ def _sync_warning_filters(warnings):
     if type(filters) is not list or \
             getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
         return
+    held = _filters_held
+    if held is None:
+        _filters_held = held = False
+        try:
+            held = cpython.filters_warn_holds(
+                warnings, functools.partial(_sync_now, warnings)) or False
+        except Exception:
+            pass
+        _filters_held = held
+    if held and held() == id(filters):
+        return
+    _sync_now(warnings)
+
+
+# Reads the address of the filters list warn() holds; None until looked
+# for, False where it was not found.
+_filters_held = None
+
+
+def _sync_now(warnings):
+    """Makes warn() take up ``warnings.filters`` (_sync_warning_filters)."""
+    filters = warnings.filters
     # 3.14+: the lock warn() and the filter functions take.
     with getattr(warnings, "_lock", _NO_LOCK):
         filters.insert(0, _SYNC_FILTER)

@@ -39,6 +39,9 @@ CPython release is read against this module alone.
   whose frame lives on (an exception's traceback holding it, in a cycle a
   collection frees) makes one for the frame it returned to, in that run
   only.  ``make_frame_object()`` makes its caller's before a measurement.
+- The filters list the C warnings module holds (3.9 to 3.15): where it
+  is found (``filters_warn_holds()``), settling makes warn() take up
+  ``warnings.filters`` again only when it holds another list.
 - ``logging.Logger.removeHandler()`` replaces the logger's list of
   handlers with a copy (gh-79366: 3.14.10 and 3.15.2 measured; 3.13.0 and
   earlier remove in place), told by what it does, not by the version:
@@ -86,7 +89,7 @@ __all__ = ["ZOMBIE_FRAMES", "FRAMES_TRAVERSED", "LAZY_FRAMES",
            "PY_BYTES_BY_DEFAULT", "make_frames", "make_frame_object",
            "first_settle", "mark_code", "clear_type_cache",
            "type_cache_trimmable",
-           "fresh_handler_lists"]
+           "fresh_handler_lists", "filters_warn_holds"]
 
 ZOMBIE_FRAMES = sys.version_info < (3, 11)
 FRAMES_TRAVERSED = sys.version_info < (3, 11)
@@ -785,3 +788,55 @@ def fresh_handler_lists():
             if isinstance(logger, logging.Logger) and \
                     type(handlers) is list:
                 logger.handlers = handlers.copy()
+
+
+def filters_warn_holds(warnings, sync):
+    """A function that reads the address of the filters list the C
+    warnings module holds (the interpreter's ``warnings.filters``: warn()
+    reads ``warnings.filters`` at each call and keeps that list until its
+    next call, CPython 3.9 to 3.15), or None where it is not found.
+    `sync()` issues a warning that is ignored: warn() then holds the
+    list in ``warnings.filters``.
+
+    Found in the interpreter's state or the writable data of libpython
+    (``_regions``): of the words that hold that list's address after a
+    sync, the one word that holds its copy's once the copy was put in its
+    place and synced, not before the sync, and the list's again once it is
+    back, likewise.  The
+    swap is what ``catch_warnings()`` does (under the lock of CPython 3.14
+    and later's warnings).  Settling then syncs only when warn() holds
+    another list (leakcheck._settle._sync_warning_filters)."""
+    import ctypes
+    import struct
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    with getattr(warnings, "_lock", None) or contextlib.nullcontext():
+        filters = warnings.filters
+        sync()
+        needle = struct.pack("<Q", id(filters))
+        words = []
+        for lo, hi in list(_regions(ctypes)):
+            data = ctypes.string_at(lo, hi - lo)
+            at = data.find(needle)
+            while at >= 0:
+                if (lo + at) % 8 == 0:
+                    words.append(ctypes.c_void_p.from_address(lo + at))
+                at = data.find(needle, at + 1)
+            del data
+        copy = list(filters)
+        try:
+            for now in (copy, filters):
+                warnings.filters = now
+                # Not a word that follows the attribute (the warnings
+                # module's dict, on the heap beside the interpreter's
+                # state up to 3.10), only one that follows warn().
+                words = [word for word in words if word.value != id(now)]
+                sync()
+                words = [word for word in words if word.value == id(now)]
+        finally:
+            if warnings.filters is not filters:
+                warnings.filters = filters
+                sync()
+    if len(words) != 1:
+        return None
+    return functools.partial(getattr, words[0], "value")

@@ -402,6 +402,33 @@ def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
     assert not any(f[2] is _settle._FiltersSynced for f in warnings.filters)
 
 
+@pytest.mark.skipif(getattr(sys.flags, "context_aware_warnings", False) or
+                    sys.implementation.name != "cpython" or
+                    not sys.platform.startswith("linux"),
+                    reason="the list warn() holds is looked for on CPython "
+                    "on Linux, where catch_warnings() swaps "
+                    "warnings.filters")
+def test_the_filters_list_warn_holds_is_read_where_it_is():
+    """Settling syncs the list warn() holds only when it is another list
+    than warnings.filters: the address it reads must follow every list
+    warn() takes up."""
+    import functools
+    held = cpython.filters_warn_holds(
+        warnings, functools.partial(_settle._sync_now, warnings))
+    assert held is not None
+    assert held() == id(warnings.filters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inner = warnings.filters
+        assert held() != id(inner)          # no warning yet in the block
+        warnings.warn("taken up", UserWarning)
+        assert held() == id(inner)
+    assert held() == id(inner)              # stale: the block is over
+    _settle._sync_warning_filters(warnings)
+    assert held() == id(warnings.filters)
+    assert _settle._filters_held, "settling found no address to read"
+
+
 def test_settling_the_filters_leaves_what_warnings_do():
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("always")
