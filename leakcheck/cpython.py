@@ -529,10 +529,11 @@ class _TypeCache:
         self.filled = True
 
 
-def _regions(ctypes):
+def _regions(ctypes, interpreter_only=False):
     """Where the type cache can be: from the interpreter state on (1 MiB at
     most), and the writable data of the python executable or libpython,
-    each as (start, end) within memory mapped readable and writable."""
+    each as (start, end) within memory mapped readable and writable;
+    `interpreter_only`: the first alone."""
     import os
     spans = []                  # contiguous rw mappings: [lo, hi, ours]
     exe = os.path.realpath(sys.executable)
@@ -552,7 +553,7 @@ def _regions(ctypes):
     for lo, hi, ours in spans:
         if interp and lo <= interp < hi:
             yield interp, min(hi, interp + (1 << 20))
-        elif ours and hi - lo <= (32 << 20):
+        elif ours and hi - lo <= (32 << 20) and not interpreter_only:
             yield lo, hi
 
 
@@ -798,8 +799,8 @@ def filters_warn_holds(warnings, sync):
     `sync()` issues a warning that is ignored: warn() then holds the
     list in ``warnings.filters``.
 
-    Found in the interpreter's state or the writable data of libpython
-    (``_regions``): of the words that hold that list's address after a
+    Found in the interpreter's state (``_regions``), where it is from 3.9
+    on (``interp->warnings``): of the words that hold that list's address after a
     sync, the one word that holds its copy's once the copy was put in its
     place and synced, not before the sync, and the list's again once it is
     back, likewise.  The
@@ -815,7 +816,7 @@ def filters_warn_holds(warnings, sync):
         sync()
         needle = struct.pack("<Q", id(filters))
         words = []
-        for lo, hi in list(_regions(ctypes)):
+        for lo, hi in list(_regions(ctypes, interpreter_only=True)):
             data = ctypes.string_at(lo, hi - lo)
             at = data.find(needle)
             while at >= 0:
