@@ -791,6 +791,13 @@ def fresh_handler_lists():
                 logger.handlers = handlers.copy()
 
 
+# How far into the interpreter's state its warnings state is looked for:
+# it lies 0xdb0 bytes in on CPython 3.9 to 3.11, about 0x29a0 on 3.13 to
+# 3.15 (searching the whole megabyte cost more than the rest of the
+# finding: a million instructions and more, its bytes mostly zeros).
+_WARNINGS_WITHIN = 1 << 16
+
+
 def filters_warn_holds(warnings, sync):
     """A function that reads the address of the filters list the C
     warnings module holds (the interpreter's ``warnings.filters``: warn()
@@ -800,7 +807,7 @@ def filters_warn_holds(warnings, sync):
     list in ``warnings.filters``.
 
     Found in the interpreter's state (``_regions``), where it is from 3.9
-    on (``interp->warnings``): of the words that hold that list's address after a
+    on (``interp->warnings``, within _WARNINGS_WITHIN): of the words that hold that list's address after a
     sync, the one word that holds its copy's once the copy was put in its
     place and synced, not before the sync, and the list's again once it is
     back, likewise.  The
@@ -817,7 +824,7 @@ def filters_warn_holds(warnings, sync):
         needle = struct.pack("<Q", id(filters))
         words = []
         for lo, hi in list(_regions(ctypes, interpreter_only=True)):
-            data = ctypes.string_at(lo, hi - lo)
+            data = ctypes.string_at(lo, min(hi - lo, _WARNINGS_WITHIN))
             at = data.find(needle)
             while at >= 0:
                 if (lo + at) % 8 == 0:
