@@ -133,12 +133,11 @@ def _sync_warning_filters(warnings):
     warning reads the context's filters first) or where ``warnings`` is the
     pure-Python implementation.
 
-    Where the address of the list warn() holds is found (the first time,
-    cpython.filters_warn_holds()), it is read first: nothing to do when it
+    Where the address of the list warn() holds is found
+    (_look_for_filters_held), it is read first: nothing to do when it
     is ``warnings.filters`` (no warning since the last sync, or only
     warnings that read the same list).  In the plugin that spares the
     snapshot after a test's run."""
-    global _filters_held
     if warnings is None or _c_warn_explicit is None or \
             getattr(sys.flags, "context_aware_warnings", False):
         return
@@ -147,22 +146,34 @@ def _sync_warning_filters(warnings):
             getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
         return
     held = _filters_held
-    if held is None:
-        _filters_held = held = False
-        try:
-            held = cpython.filters_warn_holds(
-                warnings, functools.partial(_sync_now, warnings)) or False
-        except Exception:
-            pass
-        _filters_held = held
     if held and held() == id(filters):
         return
     _sync_now(warnings)
 
 
 # Reads the address of the filters list warn() holds; None until looked
-# for, False where it was not found.
+# for (_look_for_filters_held), False where it was not found.
 _filters_held = None
+
+
+def _look_for_filters_held(warnings):
+    """Looks for the filters list warn() holds, once `warnings` is
+    imported; when settle() makes its plan, before it clears the caches:
+    what looking fills (ctypes' and the like) is then cleared in the same
+    settle(), not in the next snapshot's, where it read as a drop."""
+    global _filters_held
+    if _filters_held is not None or warnings is None or \
+            _c_warn_explicit is None or \
+            getattr(sys.flags, "context_aware_warnings", False) or \
+            type(getattr(warnings, "filters", None)) is not list or \
+            getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
+        return
+    _filters_held = False
+    try:
+        _filters_held = cpython.filters_warn_holds(
+            warnings, functools.partial(_sync_now, warnings)) or False
+    except Exception:
+        pass
 
 
 def _sync_now(warnings):
@@ -357,6 +368,7 @@ def settle():
             _core.shrink_after_collect(_task_sets(modules))
         except Exception:
             pass
+        _look_for_filters_held(modules.get("warnings"))
     plan = _plan
     try:
         _core.call_each(plan.clears)    # each in turn, in C

@@ -815,13 +815,12 @@ def filters_warn_holds(warnings, sync):
     and later's warnings).  Settling then syncs only when warn() holds
     another list (leakcheck._settle._sync_warning_filters)."""
     import ctypes
-    import struct
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
     with getattr(warnings, "_lock", None) or contextlib.nullcontext():
         filters = warnings.filters
         sync()
-        needle = struct.pack("<Q", id(filters))
+        needle = id(filters).to_bytes(8, sys.byteorder)
         words = []
         for lo, hi in list(_regions(ctypes, interpreter_only=True)):
             data = ctypes.string_at(lo, min(hi - lo, _WARNINGS_WITHIN))

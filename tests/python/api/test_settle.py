@@ -3,7 +3,9 @@ observe: after a snapshot, attribute lookups move None's reference count
 no more than they do without leakcheck."""
 
 import importlib
+import subprocess
 import sys
+import textwrap
 import warnings
 import weakref
 
@@ -426,7 +428,27 @@ def test_the_filters_list_warn_holds_is_read_where_it_is():
     assert held() == id(inner)              # stale: the block is over
     _settle._sync_warning_filters(warnings)
     assert held() == id(warnings.filters)
+    _settle.settle()
     assert _settle._filters_held, "settling found no address to read"
+
+
+def test_looking_for_the_filters_list_is_no_runs_growth(tmp_path):
+    """Settling looks for the list warn() holds when it makes its plan,
+    before it clears the caches: what looking filled is cleared in that
+    snapshot, not in the next."""
+    code = textwrap.dedent("""
+        import warnings
+        import leakcheck
+        with warnings.catch_warnings():
+            s = leakcheck.Series(warmup=1, repeat=4,
+                                 probes=["blocks", "py_allocs", "objects"])
+            while s.next():
+                pass
+        print(s.warmup_measured, s.warmup_growth)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True, cwd=tmp_path).stdout
+    assert out.split() == ["True", "{}"], out
 
 
 def test_settling_the_filters_leaves_what_warnings_do():
