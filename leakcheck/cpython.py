@@ -792,9 +792,9 @@ def fresh_handler_lists():
 
 
 # How far into the interpreter's state its warnings state is looked for:
-# it lies 0xdb0 bytes in on CPython 3.9 to 3.11, about 0x29a0 on 3.13 to
-# 3.15 (searching the whole megabyte cost more than the rest of the
-# finding: a million instructions and more, its bytes mostly zeros).
+# it lies 0xd80 to 0xf38 bytes in on CPython 3.9 to 3.12, 0x29a0 to 0x29e8
+# on 3.13 to 3.15, debug builds too (searching the whole megabyte cost
+# more than the rest of the finding: its bytes are mostly zeros).
 _WARNINGS_WITHIN = 1 << 16
 
 
@@ -806,13 +806,13 @@ def filters_warn_holds(warnings, sync):
     `sync()` issues a warning that is ignored: warn() then holds the
     list in ``warnings.filters``.
 
-    Found in the interpreter's state (``_regions``), where it is from 3.9
-    on (``interp->warnings``, within _WARNINGS_WITHIN): of the words that hold that list's address after a
-    sync, the one word that holds its copy's once the copy was put in its
-    place and synced, not before the sync, and the list's again once it is
-    back, likewise.  The
-    swap is what ``catch_warnings()`` does (under the lock of CPython 3.14
-    and later's warnings).  Settling then syncs only when warn() holds
+    Found in the interpreter's state (``_regions``, its first
+    _WARNINGS_WITHIN bytes), where it is from 3.9 on (``interp->warnings``):
+    of the words that hold that list's address after a sync, the one word
+    that holds its copy's once the copy was put in its place and synced,
+    not before the sync, and the list's again once it is back, likewise.
+    The swap is what ``catch_warnings()`` does (under the lock of CPython
+    3.14 and later's warnings).  Settling then syncs only when warn() holds
     another list (leakcheck._settle._sync_warning_filters)."""
     import ctypes
     if ctypes.sizeof(ctypes.c_void_p) != 8:
