@@ -138,17 +138,26 @@ def _sync_warning_filters(warnings):
     is ``warnings.filters`` (no warning since the last sync, or only
     warnings that read the same list).  In the plugin that spares the
     snapshot after a test's run."""
-    if warnings is None or _c_warn_explicit is None or \
-            getattr(sys.flags, "context_aware_warnings", False):
-        return
-    filters = getattr(warnings, "filters", None)
-    if type(filters) is not list or \
-            getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
+    filters = _filters_c_warn_reads(warnings)
+    if filters is None:
         return
     held = _filters_held
     if held and held() == id(filters):
         return
     _sync_now(warnings)
+
+
+def _filters_c_warn_reads(warnings):
+    """``warnings.filters``, where the C warn() reads it and keeps the list
+    it read (see _sync_warning_filters); else None."""
+    if warnings is None or _c_warn_explicit is None or \
+            getattr(sys.flags, "context_aware_warnings", False):
+        return None
+    filters = getattr(warnings, "filters", None)
+    if type(filters) is not list or \
+            getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
+        return None
+    return filters
 
 
 # Reads the address of the filters list warn() holds; None until looked
@@ -162,11 +171,7 @@ def _look_for_filters_held(warnings):
     what looking fills (ctypes' and the like) is then cleared in the same
     settle(), not in the next snapshot's, where it read as a drop."""
     global _filters_held
-    if _filters_held is not None or warnings is None or \
-            _c_warn_explicit is None or \
-            getattr(sys.flags, "context_aware_warnings", False) or \
-            type(getattr(warnings, "filters", None)) is not list or \
-            getattr(warnings, "warn_explicit", None) is not _c_warn_explicit:
+    if _filters_held is not None or _filters_c_warn_reads(warnings) is None:
         return
     _filters_held = False
     try:
