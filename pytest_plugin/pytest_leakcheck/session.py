@@ -33,8 +33,9 @@ class _GcFreezer:
     snapshots make, so that settling costs what the test created, not what
     the process holds: gc.collect() then gc.freeze() before the first
     checked test, and again before a checked test once what is alive grew
-    by YOUNG_BLOCKS memory blocks since the last freeze (every ten tests
-    or so).  That growth is read from leakcheck.allocated_blocks(), what
+    by YOUNG_BLOCKS memory blocks since the last freeze, or YOUNG_TESTS
+    checked tests have begun since, whichever comes first.  That growth is
+    read from leakcheck.allocated_blocks(), what
     sys.getallocatedblocks() says, from the allocator hook's count: the
     freezer walks no object and builds no list of the heap (with 6.7M
     objects unfrozen, len(gc.get_objects()) took 0.29 s), nor pymalloc's
@@ -42,7 +43,7 @@ class _GcFreezer:
     CPython 3.13 with 5M objects held).
     When pymalloc is not in use (PYTHONMALLOC=malloc, as under valgrind),
     it counts no block: the freezer freezes again every YOUNG_TESTS
-    checked tests instead.  Undone (gc.unfreeze())
+    checked tests alone.  Undone (gc.unfreeze())
     before a test that is not checked and at the end of the session.
 
     gc.unfreeze() releases everything frozen, also what was frozen before
@@ -127,11 +128,13 @@ class _GcFreezer:
         tests free what was there before (caches the settling clears,
         frozen objects that die)."""
         self.tests += 1
+        if self.tests >= YOUNG_TESTS:
+            return True
         blocks = leakcheck.allocated_blocks()
         if blocks:
             self.blocks = min(self.blocks, blocks)
             return blocks - self.blocks >= YOUNG_BLOCKS
-        return self.tests >= YOUNG_TESTS
+        return False
 
     def end(self):
         if self.ours and not self._release():
@@ -142,19 +145,31 @@ class _GcFreezer:
 _gc_freeze = gc.freeze
 
 
-# The freezer freezes again only once what earlier tests left alive grew
-# by this many blocks, rather than before every test.  Each snapshot
-# collects what is not frozen (a gc.collect() of 500 unfrozen objects took
-# 16 us, of 2,000 56 us, CPython 3.11 on a 2-core machine); freezing
-# before every test would cost the reading of the reported run instead: a
-# frozen object's death is not counted, so what pytest replaces in each run
-# (its log capture's buffers) would read as new objects in every reported
-# run, never as nothing.  A session of 80 clean tests leaves 27 objects
-# and 74 blocks alive per test (CPython 3.11): with 700 blocks the freezer
-# froze every 8 or 9 tests there, where it froze every 10 when it waited
-# for 300 unfrozen objects (len(gc.get_objects())).
+# The freezer freezes again once what earlier tests left alive grew by
+# YOUNG_BLOCKS blocks, or after YOUNG_TESTS checked tests, rather than
+# before every test.  Each snapshot collects what is not frozen (a
+# gc.collect() of 500 unfrozen objects took 16 us, of 2,000 56 us,
+# CPython 3.11 on a 2-core machine): the fewer there are, the less a
+# snapshot costs.  But a frozen object's death is not counted, and a
+# frozen object that becomes garbage in a cycle is not collected until
+# the freezer lets go (end()): what the next test's run replaces of what the earlier
+# ones left (its log capture's buffers and the loggers' lists of handlers
+# are given fresh ones at each freeze for that: fresh_log_buffers,
+# cpython.fresh_handler_lists; a module's global classes a test makes
+# anew, as pyyaml's constructor tests do) reads as growth in the reported
+# run of a test after a freeze, which then runs again.  A session of 80
+# clean tests leaves 27 objects and 74 blocks alive per test (CPython
+# 3.11).  Measured on 2,000 of bench_plugin.py's fast tests: with 700
+# blocks alone the freezer froze every 18 tests (109 times), and a
+# snapshot found 185 objects unfrozen on average; every 5 tests, 401
+# times, 95 objects, and bench/bench_instructions.py counted fewer
+# instructions a test (see the CHANGELOG).  With 250 blocks alone, 96
+# objects, but pyyaml's tests that make 272 blocks each froze before
+# every one of them: 2,305 of its 2,608 tests ran once, against 2,486 to
+# 2,490 with 700 blocks; 2,469 to 2,480 with 700 blocks or 5 tests
+# (pyyaml's suite run as bench/bench_suite.py runs it, three times each).
 YOUNG_BLOCKS = 700
-YOUNG_TESTS = 10        # without pymalloc: checked tests between freezes
+YOUNG_TESTS = 5         # checked tests between freezes, at most
 
 
 _begun = [0]
