@@ -123,10 +123,11 @@ class _GcFreezer:
         return True
 
     def _young(self):
-        """Whether enough was made since our freeze to freeze again: the
-        growth is counted from the fewest blocks read since, as the first
-        tests free what was there before (caches the settling clears,
-        frozen objects that die)."""
+        """Whether to freeze again: YOUNG_TESTS checked tests began since
+        our freeze, or enough was made since; the growth is counted from
+        the fewest blocks read since, as the first tests free what was
+        there before (caches the settling clears, frozen objects that
+        die)."""
         self.tests += 1
         if self.tests >= YOUNG_TESTS:
             return True
