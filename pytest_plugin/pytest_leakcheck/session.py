@@ -153,9 +153,9 @@ _gc_freeze = gc.freeze
 # CPython 3.11 on a 2-core machine): the fewer there are, the less a
 # snapshot costs.  But a frozen object's death is not counted, and a
 # frozen object that becomes garbage in a cycle is not collected until
-# the freezer lets go (end()): what the next test's run replaces of what the earlier
-# ones left (its log capture's buffers and the loggers' lists of handlers
-# are given fresh ones at each freeze for that: fresh_log_buffers,
+# the freezer lets go (end()): what the next test's run replaces of what
+# the earlier ones left (its log capture's buffers and the loggers' lists
+# of handlers are given fresh ones at each freeze for that: fresh_log_buffers,
 # cpython.fresh_handler_lists; a module's global classes a test makes
 # anew, as pyyaml's constructor tests do) reads as growth in the reported
 # run of a test after a freeze, which then runs again.  A session of 80
