@@ -7,7 +7,12 @@ in one run per configuration, however loaded the machine.
 
     python bench/bench_instructions.py [--tests 200] [--python PATH]
                                        [--against PATH] [--cache-sim]
+                                       [--leaks-args "ARGS"]
 
+--leaks-args adds pytest options to every --leaks run: what a part
+costs, by leaving it out or adding it ("--leaks-probes=threads": no
+allocator hook; "--leaks-report=PATH": the report's journal; a report
+path of its own for each command run at once).
 --against PATH adds --leaks run by another interpreter of the same version
 with another build of leakcheck installed (the version before a change).
 Put the two installs in venvs whose paths are as long as each other
@@ -44,6 +49,7 @@ measures that time.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -85,25 +91,26 @@ def main(argv=None):
     p.add_argument("--against", metavar="PATH",
                    help="another interpreter whose --leaks run is counted "
                         "too")
+    p.add_argument("--leaks-args", default="", metavar="ARGS",
+                   help="pytest options added to every --leaks run")
     p.add_argument("--cache-sim", action="store_true",
                    help="also count the misses of callgrind's simulated "
                         "caches")
     args = p.parse_args(argv)
-    # One hash seed for every run: str hashes decide how dicts collide.
-    # One build's --leaks run of 200 tests read 2,556 M to 2,560 M
-    # instructions under three seeds: 18 K a test apart.
-    os.environ["PYTHONHASHSEED"] = "0"
+    os.environ["PYTHONHASHSEED"] = "0"       # see the module's text
     if shutil.which("valgrind") is None:
         sys.exit("bench_instructions: valgrind is not installed "
                  "(scripts/setup installs it)")
-    leaks = ["--leaks", f"--leaks-probes={PROBES}"]
+    leaks = ["--leaks", f"--leaks-probes={PROBES}",
+             *shlex.split(args.leaks_args)]
     with tempfile.TemporaryDirectory(prefix="leakcheck-instr-") as d:
         tests = generate(d, args.tests)
         runs = {"plain": counts(d, args.python, [], args.cache_sim),
                 "--leaks": counts(d, args.python, leaks, args.cache_sim)}
         if args.against:
             runs["against"] = counts(d, args.against, leaks, args.cache_sim)
-    print(f"{tests} tests, counted by callgrind (probes {PROBES})")
+    print(f"{tests} tests, counted by callgrind (probes {PROBES}"
+          f"{'; ' + args.leaks_args if args.leaks_args else ''})")
     for event in runs["plain"]:
         print(event)
         for name, run in runs.items():

@@ -10,7 +10,8 @@ is a false alarm, printed with its deltas.
 
 PYTHON is an interpreter with leakcheck and pytest installed (default:
 this one).  Exits 1 on any false alarm or error verdict, 0 otherwise; the
-last line is the tally.  tests/python/plugin/test_plugin_corpus.py runs a
+last line is the tally, with how many clean tests ran once (their
+reported run alone measured).  tests/python/plugin/test_plugin_corpus.py runs a
 small round of it in ./scripts/test.
 """
 
@@ -269,6 +270,7 @@ def main(argv=None):
     files = max(1, min(args.files,
                        -(-args.verdicts // tests_per_file())))
     tally = {"leak": 0, "clean": 0, "error": 0, "skipped": 0}
+    once = 0            # clean verdicts whose test ran once
     rounds = 0
     with tempfile.TemporaryDirectory(prefix="clean-corpus-") as tmp:
         folder = pathlib.Path(tmp)
@@ -279,6 +281,8 @@ def main(argv=None):
             records, proc = run_round(args.python, folder, files, extra)
             for rec in records:
                 tally[rec["verdict"]] += 1
+                if rec["verdict"] == "clean" and rec.get("test_runs") == 1:
+                    once += 1
                 if rec["verdict"] in ("leak", "error"):
                     print(f"FALSE ALARM {rec['verdict']}: {rec['id']} "
                           f"{rec.get('deltas')} {rec.get('reason') or ''}")
@@ -291,7 +295,8 @@ def main(argv=None):
     print(f"clean_corpus: Python {version}, {rounds} rounds of "
           f"{files * tests_per_file()} tests: {judged} verdicts, "
           f"{tally['clean']} clean, {tally['leak']} false alarms, "
-          f"{tally['error']} errors, {tally['skipped']} skipped")
+          f"{tally['error']} errors, {tally['skipped']} skipped; "
+          f"{once} of the clean ran once")
     return 1 if tally["leak"] or tally["error"] else 0
 
 
