@@ -160,15 +160,15 @@ _gc_freeze = gc.freeze
 # anew, as pyyaml's constructor tests do) reads as growth in the reported
 # run of a test after a freeze, which then runs again.  A session of 80
 # clean tests leaves 27 objects and 74 blocks alive per test (CPython
-# 3.11).  Measured on 2,000 of bench_plugin.py's fast tests: with 700
-# blocks alone the freezer froze every 18 tests (109 times), and a
-# snapshot found 185 objects unfrozen on average; every 5 tests, 401
-# times, 95 objects, and bench/bench_instructions.py counted fewer
-# instructions a test (see the CHANGELOG).  With 250 blocks alone, 96
-# objects, but pyyaml's tests that make 272 blocks each froze before
-# every one of them: 2,305 of its 2,608 tests ran once, against 2,486 to
-# 2,490 with 700 blocks; 2,469 to 2,480 with 700 blocks or 5 tests
-# (pyyaml's suite run as bench/bench_suite.py runs it, three times each).
+# 3.11).  `python bench/bench_freezer.py` (2,000 of bench_plugin.py's
+# fast tests) reads a freeze every 5.0 tests and 97 unfrozen objects a
+# snapshot on average; with 700 blocks alone (--young-tests 1000000) a
+# freeze every 15.5 tests and 177 objects.  With 250 blocks alone, 87
+# objects, but pyyaml's tests that leave 272 blocks each froze before
+# every one of them: `bench/bench_suite.py pyyaml` read 2,303 to 2,309
+# of its 2,606 tests run once, against 2,483 to 2,488 with 700 blocks
+# alone and 2,466 to 2,477 now (three runs each; the CHANGELOG says
+# more).
 YOUNG_BLOCKS = 700
 YOUNG_TESTS = 5         # checked tests between freezes, at most
 
