@@ -154,6 +154,36 @@ def test_without_pymalloc_not_frozen_before_young_tests(pytester,
     result.stdout.fnmatch_lines(["FAILED test_big.py::test_frozen*"])
 
 
+# The big fixture, with YOUNG_BLOCKS out of reach: only the count of
+# tests makes the freezer freeze again.
+BLOCKS_OUT_OF_REACH = BIG_FIXTURE + '''
+from pytest_leakcheck import session
+
+session.YOUNG_BLOCKS = 10 ** 9
+'''
+
+
+def test_it_freezes_again_after_young_tests_whatever_they_left(pytester):
+    """With pymalloc, however few blocks the tests left, the freezer
+    freezes again at the YOUNG_TESTS-th checked test after its first
+    freeze, so that the snapshots' collections stay small
+    (bench/bench_freezer.py)."""
+    pytester.makeconftest(BLOCKS_OUT_OF_REACH)
+    pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 1))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=session.YOUNG_TESTS + 1)
+
+
+def test_not_frozen_again_before_young_tests(pytester):
+    """The counterpart: one checked test fewer, and what test_first left
+    is not frozen yet when test_frozen runs."""
+    pytester.makeconftest(BLOCKS_OUT_OF_REACH)
+    pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 2))
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=session.YOUNG_TESTS - 1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_big.py::test_frozen*"])
+
+
 # Freezes before every checked test, so that each reported run follows a
 # freeze.
 EVERY_TEST = '''
