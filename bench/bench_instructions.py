@@ -10,9 +10,9 @@ in one run per configuration, however loaded the machine.
                                        [--leaks-args "ARGS"]
 
 --leaks-args adds pytest options to every --leaks run: what a part
-costs, by leaving it out or adding it ("--leaks-probes=threads": no
-allocator hook; "--leaks-report=PATH": the report's journal; a report
-path of its own for each command run at once).
+costs, by leaving it out or adding it (--leaks-args=--leaks-probes=threads:
+no allocator hook; --leaks-args=--leaks-report=PATH: the report's journal,
+a path of its own for each command run at once).
 --against PATH adds --leaks run by another interpreter of the same version
 with another build of leakcheck installed (the version before a change).
 Put the two installs in venvs whose paths are as long as each other
