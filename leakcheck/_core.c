@@ -215,10 +215,16 @@ core_blocks_check(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
-core_allocated_blocks(PyObject *mod, PyObject *unused)
+core_allocated_blocks(PyObject *mod, PyObject *args)
 {
-    int64_t blocks = lc__python_allocated_blocks();
+    int walk = 1;
+    int64_t blocks;
 
+    if (!PyArg_ParseTuple(args, "|p:allocated_blocks", &walk))
+        return NULL;
+    blocks = lc__python_allocated_blocks(walk);
+    if (blocks == LC__BLOCKS_UNCOUNTED)
+        Py_RETURN_NONE;
     if (blocks < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError,
@@ -1747,9 +1753,10 @@ static PyMethodDef core_methods[] = {
     {"blocks_check", core_blocks_check, METH_NOARGS,
      "(blocks read from the allocator hook's count, blocks walked) at one "
      "instant, or None while snapshots walk the pools."},
-    {"allocated_blocks", core_allocated_blocks, METH_NOARGS,
-     "sys.getallocatedblocks(), from the allocator hook's count where "
-     "snapshots read it so (no walk of pymalloc's pools)."},
+    {"allocated_blocks", core_allocated_blocks, METH_VARARGS,
+     "allocated_blocks(walk=True): sys.getallocatedblocks(), from the "
+     "allocator hook's count where snapshots read it so (no walk of "
+     "pymalloc's pools); elsewhere walked, or None when not `walk`."},
     {"threads", core_threads, METH_NOARGS,
      "The threads of this process, as the threads probe reads them."},
     {"abc_reset", core_abc_reset, METH_VARARGS,

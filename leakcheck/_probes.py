@@ -7,7 +7,8 @@ import sys
 import sysconfig
 import time
 from collections.abc import Mapping
-from typing import Iterable, NamedTuple, Optional, Tuple, Union
+from typing import (Iterable, Literal, NamedTuple, Optional, Tuple, Union,
+                    overload)
 
 from . import _core, cpython
 
@@ -102,16 +103,24 @@ def snapshot(probes: ProbeNames = None) -> Snapshot:
     return Snapshot(_DEFAULT_MASK if probes is None else probe_mask(probes))
 
 
-def allocated_blocks() -> int:
+@overload
+def allocated_blocks(walk: Literal[True] = ...) -> int: ...
+@overload
+def allocated_blocks(walk: bool) -> Optional[int]: ...
+
+
+def allocated_blocks(walk: bool = True) -> Optional[int]:
     """What sys.getallocatedblocks() says now, without settling or
     collecting, and without its walk of every pool pymalloc has where
     leakcheck's allocator hook counts pymalloc's blocks (from the first
-    snapshot on): O(1), where the walk grows with the heap (about 50 ms a
-    call in a CPython 3.13 process holding 5M objects)."""
+    snapshot that reads the blocks, py_bytes or py_allocs on): O(1), where
+    the walk grows with the heap (about 50 ms a call in a CPython 3.13
+    process holding 5M objects).  Elsewhere the pools are walked, or, with
+    `walk` false, None is returned."""
     try:
-        return _core.allocated_blocks()
+        return _core.allocated_blocks(walk)
     except RuntimeError:
-        return sys.getallocatedblocks()
+        return sys.getallocatedblocks() if walk else None
 
 
 def thread_count() -> int:

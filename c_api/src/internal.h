@@ -129,8 +129,10 @@ int lc__pyhook_read(int64_t *bytes, int64_t *allocs, int64_t *pymalloc);
 int lc__python_blocks_check(int64_t *counted, int64_t *walked);
 /* pymalloc's live blocks, as sys.getallocatedblocks() counts them, now,
  * without settling or collecting: from the hook's count where a snapshot
- * reads it so (O(1)), else walked; -1 when they cannot be read. */
-int64_t lc__python_allocated_blocks(void);
+ * reads it so (O(1)), else walked when `walk` (a walk grows with the
+ * heap), else LC__BLOCKS_UNCOUNTED; -1 when they cannot be read. */
+#define LC__BLOCKS_UNCOUNTED (-2)
+int64_t lc__python_allocated_blocks(int walk);
 /* lc__pyhook_release() with the interpreter's allocator functions, when
  * CPython runs with a GIL and the hook was installed; 0 otherwise. */
 int lc__python_release_hook(void);

@@ -528,7 +528,7 @@ read_blocks(int counted, int64_t pymalloc)
 }
 
 int64_t
-lc__python_allocated_blocks(void)
+lc__python_allocated_blocks(int walk)
 {
     int64_t bytes, allocs, pymalloc, blocks = -1;
     int gil;
@@ -541,7 +541,7 @@ lc__python_allocated_blocks(void)
             lc__pyhook_read(&bytes, &allocs, &pymalloc))
             blocks = pymalloc + py.blocks_offset;
         else
-            blocks = walk_blocks();
+            blocks = walk ? walk_blocks() : LC__BLOCKS_UNCOUNTED;
     }
     api.GILState_Release(gil);
     return blocks;

@@ -35,12 +35,16 @@ class _GcFreezer:
     checked test, and again before a checked test once what is alive grew
     by YOUNG_BLOCKS memory blocks since the last freeze, or YOUNG_TESTS
     checked tests have begun since, whichever comes first.  That growth is
-    read from leakcheck.allocated_blocks(), what
+    read from leakcheck.allocated_blocks(walk=False), what
     sys.getallocatedblocks() says, from the allocator hook's count: the
     freezer walks no object and builds no list of the heap (with 6.7M
     objects unfrozen, len(gc.get_objects()) took 0.29 s), nor pymalloc's
     pools (sys.getallocatedblocks() walks them: about 50 ms a test on
-    CPython 3.13 with 5M objects held).
+    CPython 3.13 with 5M objects held).  Where the hook does not count
+    them (no probe that needs it, or before the first snapshot), the
+    growth is the collector's: its youngest generation filled
+    YOUNG_COLLECTIONS times since the freeze (_young_collections(): each
+    time as many containers made as its threshold, 700 by default).
     When pymalloc is not in use (PYTHONMALLOC=malloc, as under valgrind),
     it counts no block: the freezer freezes again every YOUNG_TESTS
     checked tests alone.  Undone (gc.unfreeze())
@@ -63,7 +67,8 @@ class _GcFreezer:
         self.ours = False
         self.theirs = False         # gc.freeze() called while ours held
         self.refused = False
-        self.blocks = 0             # the fewest blocks since our freeze
+        self.blocks = None          # the fewest blocks since our freeze
+        self.collections = 0        # _young_collections() at our freeze
         self.tests = 0              # checked tests begun since our freeze
 
     def _their_freeze(self):
@@ -102,7 +107,8 @@ class _GcFreezer:
         _gc_freeze()
         cpython.fresh_handler_lists()
         fresh_log_buffers(config)
-        self.blocks = leakcheck.allocated_blocks()
+        self.blocks = leakcheck.allocated_blocks(walk=False)
+        self.collections = _young_collections()
         self.tests = 0
 
     def after_setup(self, config):
@@ -114,28 +120,31 @@ class _GcFreezer:
         frozen with it: they replace no container of theirs that was made
         before (Series' _others is made anew before its first snapshot).
         True when it froze."""
-        if not self.ours or self.theirs:
-            return False
-        blocks = leakcheck.allocated_blocks()
-        if not blocks or blocks - self.blocks < YOUNG_BLOCKS:
+        if not self.ours or self.theirs or not self._grown():
             return False
         self._freeze(config)
         return True
 
     def _young(self):
         """Whether to freeze again: YOUNG_TESTS checked tests began since
-        our freeze, or enough was made since; the growth is counted from
-        the fewest blocks read since, as the first tests free what was
-        there before (caches the settling clears, frozen objects that
-        die)."""
+        our freeze, or enough was made since (_grown())."""
         self.tests += 1
-        if self.tests >= YOUNG_TESTS:
-            return True
-        blocks = leakcheck.allocated_blocks()
-        if blocks:
-            self.blocks = min(self.blocks, blocks)
-            return blocks - self.blocks >= YOUNG_BLOCKS
-        return False
+        return self.tests >= YOUNG_TESTS or self._grown()
+
+    def _grown(self):
+        """Whether what is alive grew by YOUNG_BLOCKS blocks since our
+        freeze, counted from the fewest blocks read since, as the first
+        tests free what was there before (caches the settling clears,
+        frozen objects that die); where the hook does not count the
+        blocks, whether the collector's youngest generation filled since
+        (see the class).  No block counted (no pymalloc): False."""
+        blocks = leakcheck.allocated_blocks(walk=False)
+        if blocks is None:
+            return (_young_collections() - self.collections
+                    >= YOUNG_COLLECTIONS)
+        if self.blocks is None or blocks < self.blocks:
+            self.blocks = blocks
+        return blocks - self.blocks >= YOUNG_BLOCKS
 
     def end(self):
         if self.ours and not self._release():
@@ -144,6 +153,13 @@ class _GcFreezer:
 
 
 _gc_freeze = gc.freeze
+
+
+def _young_collections():
+    """The automatic collections of the collector's youngest generation so
+    far (a full collection, as every snapshot's, counts in the oldest's):
+    one more each time as many containers as its threshold were made."""
+    return gc.get_stats()[0]["collections"]
 
 
 # The freezer freezes again once what earlier tests left alive grew by
@@ -171,6 +187,9 @@ _gc_freeze = gc.freeze
 # more).
 YOUNG_BLOCKS = 700
 YOUNG_TESTS = 5         # checked tests between freezes, at most
+# Where the blocks are not counted: the collections of the collector's
+# youngest generation since the freeze that make as much growth.
+YOUNG_COLLECTIONS = 1
 
 
 _begun = [0]

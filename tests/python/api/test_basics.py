@@ -326,6 +326,39 @@ def test_allocated_blocks_is_what_sys_getallocatedblocks_says():
     assert abs(leakcheck.allocated_blocks() - sys.getallocatedblocks()) <= 1
 
 
+WITHOUT_A_WALK = """
+import sys
+import leakcheck
+print(leakcheck.allocated_blocks(walk=False))
+leakcheck.snapshot(["fds"])
+print(leakcheck.allocated_blocks(walk=False))
+leakcheck.snapshot()
+counted = leakcheck.allocated_blocks(walk=False)
+walked = sys.getallocatedblocks()
+print(abs(counted - walked) <= 1 if counted is not None else None)
+"""
+
+
+def test_allocated_blocks_without_a_walk_is_none_until_the_hook_counts(
+        tmp_path):
+    """walk=False never walks pymalloc's pools: None until a snapshot that
+    reads the blocks has the allocator hook count them (in a fresh
+    process: not before any snapshot, nor after one of the fds alone),
+    then sys.getallocatedblocks()'s figure; None throughout without
+    pymalloc, where the hook counts no block."""
+    env = dict(os.environ)
+    env.pop("PYTHONMALLOC", None)
+    pymalloc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_A_WALK], env=env, check=True,
+        capture_output=True, text=True, cwd=tmp_path).stdout.split()
+    env["PYTHONMALLOC"] = "malloc"
+    malloc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_A_WALK], env=env, check=True,
+        capture_output=True, text=True, cwd=tmp_path).stdout.split()
+    assert pymalloc == ["None", "None", "True"]
+    assert malloc == ["None", "None", "None"]
+
+
 def test_thread_count_follows_threads_and_await_threads_waits_them_out():
     """thread_count() is what the threads probe reads; await_threads()
     waits until the threads started since `count` are gone, within its

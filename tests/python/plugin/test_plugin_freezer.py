@@ -129,13 +129,44 @@ def test_a_wide_fixture_is_frozen_before_the_first_reported_run_using_it(
     assert rec["deltas"]["objects"] == [1] * rec["runs"], rec
 
 
-def test_without_pymalloc_it_freezes_again_after_young_tests(pytester,
-                                                             monkeypatch):
+def test_without_pymalloc_a_wide_fixture_is_frozen_after_its_setup(
+        pytester, monkeypatch, read_report):
     """PYTHONMALLOC=malloc (as under valgrind): sys.getallocatedblocks()
-    counts nothing, and the freezer freezes again at the YOUNG_TESTS-th
-    checked test after its first freeze (test_first's)."""
+    counts nothing, and the collector tells the growth instead: its
+    youngest generation filled while the fixture was set up, and what the
+    fixture holds is frozen before the reported run of its first test, as
+    with pymalloc."""
     monkeypatch.setenv("PYTHONMALLOC", "malloc")
     pytester.makeconftest(BIG_FIXTURE)
+    pytester.makepyfile(test_first=FIRST_USE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--leaks",
+                                           "--leaks-report=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    _, recs = read_report()
+    assert recs["test_first.py::test_first"]["verdict"] == "clean"
+    assert recs["test_first.py::test_leaky_first"]["verdict"] == "leak"
+    assert not (pytester.path / "get_objects.log").exists()
+
+
+# The big fixture, with growth out of reach, in blocks and in the
+# collector's collections (what tells it where the blocks are not counted:
+# without pymalloc, and before the first snapshot): only the count of
+# tests makes the freezer freeze again.
+GROWTH_OUT_OF_REACH = BIG_FIXTURE + '''
+from pytest_leakcheck import session
+
+session.YOUNG_BLOCKS = 10 ** 9
+session.YOUNG_COLLECTIONS = 10 ** 9
+'''
+
+
+def test_without_pymalloc_it_freezes_again_after_young_tests(pytester,
+                                                             monkeypatch):
+    """Without pymalloc, however little the tests made, the freezer
+    freezes again at the YOUNG_TESTS-th checked test after its first
+    freeze (test_first's)."""
+    monkeypatch.setenv("PYTHONMALLOC", "malloc")
+    pytester.makeconftest(GROWTH_OUT_OF_REACH)
     pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 1))
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=session.YOUNG_TESTS + 1)
@@ -147,20 +178,11 @@ def test_without_pymalloc_not_frozen_before_young_tests(pytester,
     """The counterpart: one checked test fewer, and what test_first left
     is not frozen yet when test_frozen runs."""
     monkeypatch.setenv("PYTHONMALLOC", "malloc")
-    pytester.makeconftest(BIG_FIXTURE)
+    pytester.makeconftest(GROWTH_OUT_OF_REACH)
     pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 2))
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=session.YOUNG_TESTS - 1, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_big.py::test_frozen*"])
-
-
-# The big fixture, with YOUNG_BLOCKS out of reach: only the count of
-# tests makes the freezer freeze again.
-BLOCKS_OUT_OF_REACH = BIG_FIXTURE + '''
-from pytest_leakcheck import session
-
-session.YOUNG_BLOCKS = 10 ** 9
-'''
 
 
 def test_it_freezes_again_after_young_tests_whatever_they_left(pytester):
@@ -168,7 +190,7 @@ def test_it_freezes_again_after_young_tests_whatever_they_left(pytester):
     freezes again at the YOUNG_TESTS-th checked test after its first
     freeze, so that the snapshots' collections stay small
     (bench/bench_freezer.py)."""
-    pytester.makeconftest(BLOCKS_OUT_OF_REACH)
+    pytester.makeconftest(GROWTH_OUT_OF_REACH)
     pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 1))
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=session.YOUNG_TESTS + 1)
@@ -177,7 +199,7 @@ def test_it_freezes_again_after_young_tests_whatever_they_left(pytester):
 def test_not_frozen_again_before_young_tests(pytester):
     """The counterpart: one checked test fewer, and what test_first left
     is not frozen yet when test_frozen runs."""
-    pytester.makeconftest(BLOCKS_OUT_OF_REACH)
+    pytester.makeconftest(GROWTH_OUT_OF_REACH)
     pytester.makepyfile(test_big=TESTS.format(later=session.YOUNG_TESTS - 2))
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=session.YOUNG_TESTS - 1, failed=1)
