@@ -43,7 +43,10 @@ fastest) says how much the machine moved the same work meanwhile.  With
 ran once is printed too, and what the report's summary says leakcheck
 added, as a share of what its round's --leaks run took more than that
 round's plain run (the median over the rounds, and their range): how
-truthful the summary is, each round read against its own load.
+truthful the summary is, each round read against its own load.  Last,
+what the records' hunt_costs say a test: on average, and the median
+test's, which leaves out what one test pays for the session (the first
+freeze, a large heap's first collection).
 """
 
 import argparse
@@ -167,9 +170,10 @@ def run(directory, python, args, marks_path, autoload):
 
 def once_count(report_path):
     """(tests, tests that ran once, the CPU seconds the report's summary
-    says leakcheck added, or None when it says none, and the CPU seconds
+    says leakcheck added, or None when it says none, the CPU seconds
     its records' hunt_costs sum to: what it counted inside the tests'
-    protocols, but for the report's journal) of a --leaks report."""
+    protocols, but for the report's journal, and the median test's) of a
+    --leaks report."""
     with open(report_path) as f:
         report = json.load(f)
     tests = report["tests"]
@@ -178,9 +182,10 @@ def once_count(report_path):
         sys.exit(f"bench_overhead: --leaks verdicts {verdicts}, "
                  f"expected only clean")
     costs = report["summary"].get("costs")
+    hunts = [sum((t.get("hunt_costs") or {}).values()) for t in tests]
     return (len(tests), sum(1 for t in tests if t["test_runs"] == 1),
-            sum(costs.values()) if costs else None,
-            sum(sum(t.get("hunt_costs", {}).values()) for t in tests))
+            sum(costs.values()) if costs else None, sum(hunts),
+            statistics.median(hunts) if hunts else 0.0)
 
 
 def one_time(marks, cpu):
@@ -244,9 +249,10 @@ def main(argv=None):
                 marks[name].append(one_time(m, seconds))
                 if name in said_by_round:
                     said_by_round[name].append(once_count(reports[name])[2])
-        n, once, said, hunted = once_count(report)
+        n, once, said, hunted, median_hunt = once_count(report)
         if args.against:
-            n_against, once_against, said_against, _ = once_count(against)
+            (n_against, once_against, said_against, _,
+             median_against) = once_count(against)
         version = subprocess.run(
             [args.python, "-c", "import sys; print(sys.version.split()[0])"],
             capture_output=True, text=True).stdout.strip()
@@ -322,10 +328,13 @@ def main(argv=None):
         print(f"inside the tests' protocols, paired: "
               f"{inside / tests * 1000:.3f} ms a test more; the records' "
               f"hunt_costs say "
-              f"{hunted / tests * 1000:.3f} ms")
+              f"{hunted / tests * 1000:.3f} ms (the median test's: "
+              f"{median_hunt * 1000:.3f} ms)")
         if args.against:
             print(f"against's report: {n_against} tests, all clean, "
-                  f"{once_against} ran once" + _said(said_against, tests))
+                  f"{once_against} ran once" + _said(said_against, tests)
+                  + f"; the median test's hunt_costs: "
+                  f"{median_against * 1000:.3f} ms")
 
 
 def _accounted(said, differences):

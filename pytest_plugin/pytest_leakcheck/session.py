@@ -44,11 +44,12 @@ class _GcFreezer:
     them (no probe that needs it, or before the first snapshot), the
     growth is the collector's: its youngest generation filled
     YOUNG_COLLECTIONS times since the freeze (_young_collections(): each
-    time as many containers made as its threshold, 700 by default).
+    time as many containers made as its threshold: 700 up to CPython
+    3.12, 2,000 from 3.13).
     When pymalloc is not in use (PYTHONMALLOC=malloc, as under valgrind),
-    it counts no block: the freezer freezes again every YOUNG_TESTS
-    checked tests alone.  Undone (gc.unfreeze())
-    before a test that is not checked and at the end of the session.
+    the hook counts no block, and the collector tells the growth there
+    too.  Undone (gc.unfreeze()) before a test that is not checked and at
+    the end of the session.
 
     gc.unfreeze() releases everything frozen, also what was frozen before
     the session began (CPython 3.12 starts with a few hundred immortal
