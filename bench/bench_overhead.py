@@ -43,7 +43,13 @@ fastest) says how much the machine moved the same work meanwhile.  With
 ran once is printed too, and what the report's summary says leakcheck
 added, as a share of what its round's --leaks run took more than that
 round's plain run (the median over the rounds, and their range): how
-truthful the summary is, each round read against its own load.  Last,
+truthful the summary is, each round read against its own load.  Then the
+median test's protocol in CPU time (the first and the last test left
+out), with --leaks and plain, and its difference paired by round: a
+burst of other work on a shared machine moves some tests' figures, not
+the median test's, and a collection of the whole heap that plain pytest
+makes now and then (the GC freezer spares --leaks most of them) falls on
+a few tests too.  Last,
 what the records' hunt_costs say a test: on average, and the median
 test's, which leaves out what one test pays for the session (the first
 freeze, a large heap's first collection).
@@ -78,6 +84,7 @@ _count = [0]
 def pytest_sessionstart(session):
     _marks["session_start"] = time.process_time()
     _marks["protocols"] = 0.0
+    _marks["each"] = []
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -86,7 +93,9 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         return (yield)
     finally:
-        _marks["protocols"] += time.process_time() - began
+        spent = time.process_time() - began
+        _marks["protocols"] += spent
+        _marks["each"].append(spent)
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -191,14 +200,17 @@ def once_count(report_path):
 def one_time(marks, cpu):
     """(first test's CPU ms, last test's CPU ms, session's CPU seconds,
     the CPU seconds of all the tests' protocols, of the process before the
-    session began, and after it finished) from a run's marks and the
+    session began, and after it finished, the median test's protocol's
+    CPU ms, the first and the last left out) from a run's marks and the
     process's CPU seconds `cpu`."""
+    each = marks["each"][1:-1] or marks["each"]
     return ((marks["first_end"] - marks["first_start"]) * 1000,
             (marks["last_end"] - marks["last_start"]) * 1000,
             marks["session_end"] - marks["session_start"],
             marks["protocols"],
             marks["session_start"],
-            cpu - marks["session_end"])
+            cpu - marks["session_end"],
+            statistics.median(each) * 1000)
 
 
 def main(argv=None):
@@ -266,7 +278,7 @@ def main(argv=None):
               f"{'session s':>9} {'tests s':>8} {'before s':>8} "
               f"{'after s':>8}")
         for name in configs:
-            first, last, session, protocols, before, after = (
+            first, last, session, protocols, before, after, _ = (
                 statistics.median(col) for col in zip(*marks[name]))
             print(f"{name:>9} {statistics.median(cpu[name]):8.3f} "
                   f"{first:9.1f} {last:8.2f} {session:9.3f} "
@@ -317,6 +329,18 @@ def main(argv=None):
                   f"{after:.3f} ms)")
             print(f"  its summaries against the round's own difference: "
                   f"{_accounted(said_by_round[name], rounds)}")
+            # The median test, each round's against its own plain run's: a
+            # burst of other work on the machine moves some tests, not the
+            # median one.
+            medians = [ml[6] - mp[6] for ml, mp in zip(marks[name],
+                                                       marks["plain"])]
+            print(f"  the median test's protocol: "
+                  f"{statistics.median(m[6] for m in marks[name]):.3f} ms "
+                  f"against plain's "
+                  f"{statistics.median(m[6] for m in marks['plain']):.3f}: "
+                  f"{statistics.median(medians):.3f} ms more, paired by "
+                  f"round (its rounds {min(medians):.3f} to "
+                  f"{max(medians):.3f})")
         print(f"--leaks report: {n} tests, all clean, {once} ran once"
               + _said(said, tests))
         # Inside the tests' protocols: what the hunts' own clocks counted,
