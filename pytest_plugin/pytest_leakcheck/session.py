@@ -137,8 +137,9 @@ class _GcFreezer:
         freeze, counted from the fewest blocks read since, as the first
         tests free what was there before (caches the settling clears,
         frozen objects that die); where the hook does not count the
-        blocks, whether the collector's youngest generation filled since
-        (see the class).  No block counted (no pymalloc): False."""
+        blocks (none without pymalloc), whether the collector's youngest
+        generation filled YOUNG_COLLECTIONS times since (see the
+        class)."""
         blocks = leakcheck.allocated_blocks(walk=False)
         if blocks is None:
             return (_young_collections() - self.collections
