@@ -288,6 +288,9 @@ def main(argv=None):
         print("rounds, cpu s: " + "; ".join(
             f"{name} {', '.join('%.3f' % x for x in cpu[name])}"
             for name in configs))
+        for name, said_each in said_by_round.items():
+            print(f"rounds, {name}'s summary says s: " + ", ".join(
+                "-" if x is None else "%.3f" % x for x in said_each))
         # How much the same work moved from round to round: the noise every
         # figure below carries.
         print(f"plain rounds moved by "

@@ -114,6 +114,10 @@ typedef struct {
     unsigned room;              /* 2.30-2.41: the default class size       */
 } lc__tcache_layout;
 
+#define DOC_MALLINFO2 "C heap in use (glibc mallinfo2)"
+#define DOC_MALLINFO2_CACHE "C heap in use (glibc mallinfo2, less the " \
+    "chunks in the main thread's malloc cache)"
+
 static const lc__tcache_layout tcache_layouts[] = {
     {0x290, 64, 0, 7},  /* 2.30 to 2.41                                    */
     {0x300, 76, 1, 0},  /* 2.42 on: classes 64-75 hold larger chunks of
@@ -357,12 +361,15 @@ find_tcache(void)
     lc__tls_words tls;
     size_t w, l;
 
-    tcache.known = 1;
-    free(malloc(1));                    /* the cache exists from here on  */
     /* The main thread's cache lives as long as the process; another
-     * thread's is freed when it ends, and its id can be reused. */
+     * thread's is freed when it ends, and its id can be reused.  A reading
+     * from another thread leaves the search to the main thread's first
+     * (a program whose first reading is a thread's would otherwise fill
+     * the cache before every reading, for good). */
     if (getpid() != thread_id())
         return;
+    tcache.known = 1;
+    free(malloc(1));                    /* the cache exists from here on  */
     tls.lo = brk_heap_start();
     tls.hi = (uintptr_t)sbrk(0);
     tls.count = 0;
@@ -725,10 +732,7 @@ choose_source(void)
                        mapped_forked) == 0 &&
             follows_malloc(read_mallinfo2)) {
         heap.read = read_mallinfo2;
-        heap.doc = tcache.counts != NULL
-                       ? "C heap in use (glibc mallinfo2, less the chunks "
-                         "in the main thread's malloc cache)"
-                       : "C heap in use (glibc mallinfo2)";
+        heap.doc = DOC_MALLINFO2;       /* lc__heap_doc() says more      */
         return;
     }
 #endif
@@ -758,10 +762,22 @@ lc__heap_unavailable(void)
     return heap.read ? NULL : heap.reason;
 }
 
+/* Where the main thread's cache is left out, the doc says so; asked from
+ * the main thread before its first reading, the cache is looked for now
+ * (which that reading would do), so that the doc says what the readings
+ * will do. */
 const char *
 lc__heap_doc(void)
 {
     pthread_once(&heap_once, choose_source);
+#if defined(LC_HAVE_MALLINFO2)
+    if (heap.read == read_mallinfo2) {
+        if (!tcache.known)
+            find_tcache();
+        if (tcache.counts != NULL)
+            return DOC_MALLINFO2_CACHE;
+    }
+#endif
     return heap.doc;
 }
 
