@@ -92,5 +92,6 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-# Every snapshot from now on starts by clearing first-use caches.
+# Every snapshot from now on starts by clearing first-use caches (the
+# engine holds the function weakly: its module keeps it).
 _core.set_settle(_settle.settle)
