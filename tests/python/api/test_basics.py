@@ -71,9 +71,10 @@ node.cycle = node
 mod.node = node
 sys.modules[mod.__name__] = mod
 del node
-if sys.argv[1:] == ["snapshot"]:
-    import leakcheck
-    leakcheck.snapshot(["objects"])
+"""
+SNAPSHOT_FIRST = """
+import leakcheck
+leakcheck.snapshot(["objects"])
 """
 
 
@@ -85,10 +86,9 @@ def test_a_snapshot_leaves_the_finalization_of_the_program_alone(tmp_path):
     their globals were cleared, and finalization walked them all once more
     (a quarter more instructions at the end of a pytest session of 1,000
     tests under --leaks)."""
-    runs = [subprocess.run([sys.executable, "-c", FINALIZED_IN_A_CYCLE,
-                            *args], capture_output=True, text=True,
-                           check=True, cwd=tmp_path).stdout.split()
-            for args in ([], ["snapshot"])]
+    runs = [_fresh_output(script, tmp_path).split()
+            for script in (FINALIZED_IN_A_CYCLE,
+                           FINALIZED_IN_A_CYCLE + SNAPSHOT_FIRST)]
     assert runs == [["intact"], ["intact"]], runs
 
 
@@ -213,15 +213,20 @@ def test_the_main_thread_finds_the_malloc_cache_after_a_thread_read_first(
     """Only the main thread's cache is looked for, and a reading from
     another thread before any of the main thread's used to end the search
     for good: every reading then filled the cache instead, which reads a
-    chunk's growth in some heaps (a process whose first reading was a
-    thread's failed its clean native_bytes scopes by 128 bytes)."""
+    chunk's growth in some heaps."""
     info = {p.name: p for p in leakcheck.probes()}["native_bytes"]
     if "malloc cache" not in info.doc:
         pytest.skip(f"the malloc cache is not read here: {info.doc}")
-    out = subprocess.run([sys.executable, "-c", _THREAD_READS_FIRST],
-                         capture_output=True, text=True, check=True,
-                         cwd=tmp_path).stdout
+    out = _fresh_output(_THREAD_READS_FIRST, tmp_path)
     assert "malloc cache" in out, out
+
+
+def _fresh_output(script, tmp_path):
+    """What `script` prints in a fresh interpreter, run from elsewhere than
+    the checkout (whose source tree would shadow the installed package)."""
+    return subprocess.run([sys.executable, "-c", script],
+                          capture_output=True, text=True, check=True,
+                          cwd=tmp_path).stdout
 
 
 # Run in a fresh interpreter: free chunks one class above the middle class
@@ -256,11 +261,7 @@ def test_the_malloc_cache_is_found_when_malloc_hands_out_a_larger_chunk(
     info = {p.name: p for p in leakcheck.probes()}["native_bytes"]
     if "mallinfo2" not in info.doc:
         pytest.skip(f"native_bytes reads another allocator here: {info.doc}")
-    # Run from elsewhere: from the checkout, the source tree would shadow
-    # the installed package.
-    out = subprocess.run([sys.executable, "-c", _LARGER_FREE_CHUNKS],
-                         capture_output=True, text=True, check=True,
-                         cwd=tmp_path).stdout
+    out = _fresh_output(_LARGER_FREE_CHUNKS, tmp_path)
     assert "malloc cache" in out, out
 
 
