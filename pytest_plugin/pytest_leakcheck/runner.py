@@ -678,6 +678,11 @@ class ItemRunner:
         # fixtures' setup and teardown) in the phases the runner adds to
         # the test's: the rest of those phases is leakcheck's.
         self.pytests_seconds = float(0)
+        # The seconds (perrun.wall) of the reported run's phases alone:
+        # what run_reported() does after them is leakcheck's.  A float of
+        # its own from the start, replaced by another in the run: no
+        # growth of it.
+        self.reported_seconds = float(0)
         # Made now, before the snapshot that precedes the reported run, so
         # that what the runner keeps is not that run's growth: the shared
         # fixtures this item uses, and none that is finished.
@@ -965,8 +970,11 @@ class ItemRunner:
     def run_reported(self):
         """The test's own run, whose reports pytest will log; remembers
         what later runs must not grow.  When the run did not pass it is
-        torn down for the next item, as pytest would."""
+        torn down for the next item, as pytest would.  The phases' time
+        is `reported_seconds`."""
+        began = perrun.wall()
         reports = self._protocol(interact=True, extra=False)
+        self.reported_seconds = perrun.wall() - began
         self._standins = None           # the real ones stand now
         if self._examples is not None:
             self._examples.clear_cache()
