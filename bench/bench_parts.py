@@ -77,6 +77,7 @@ def _timed(owner, name, part):
 
 
 _snapshotting = [False]
+_settling = []
 
 
 def _snapshot(owner, name):
@@ -153,6 +154,8 @@ def pytest_configure(config):
             settle()
         finally:
             _add("settling", _now() - began)
+    # The engine holds the settle callable weakly: this module keeps it.
+    _settling[:] = [settling]
     _core.set_settle(settling)
     gc.callbacks.append(_collection_timer())
 

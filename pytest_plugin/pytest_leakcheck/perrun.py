@@ -361,8 +361,9 @@ class Costs:
     def as_dict(self):
         """The record's hunt_costs, in CPU seconds: what the other
         categories leave of the time since the hunt began is leakcheck's
-        own bookkeeping (making the run ready, the record, its hooks), less
-        what the report's journal took meanwhile."""
+        own bookkeeping (making the run ready, each run's limits, what the
+        runner notes after the reported run's phases, the record, its
+        hooks), less what the report's journal took meanwhile."""
         ratio = SHARE.recent()
         spent = wall() - self.began - self.reported
         spent -= self.journaled() - self.journal_began
