@@ -18,6 +18,8 @@ they pay for first uses), for --leaks:
         the rest             the type cache's trim, the readings, the
                              plugin's threads check
       the reported run       pytest's setup, call and teardown phases
+                             and what the runner notes after them
+        its phases           the phases alone
       the test's setup       the settings, the Series, the runner (what
                              pytest keeps of the run made before the
                              first snapshot, stand-in reports among it)
@@ -29,7 +31,13 @@ they pay for first uses), for --leaks:
 
 and pytest's protocol of a plain run, whose difference with the hunt is
 what --leaks adds around a test; bench_overhead.py measures that same
-difference in CPU time, without timers in the way.
+difference in CPU time, without timers in the way.  Last, the same work
+of pytest's timed in both: the reported run's phases against plain
+pytest's (its protocol less the logging of its reports), and pytest's
+logging of the test less the report's journal (under --leaks it comes
+after the snapshots and the verdict) against plain pytest's: where
+pytest's own work runs slower beside leakcheck's, which the summary
+cannot count.
 
 Wall-clock times, each with the cost of reading the clock around it
 (about 0.1 us): a loaded machine moves them.  Figures on parts that are
@@ -142,6 +150,16 @@ def pytest_configure(config):
     _snapshot(leakcheck.Series, "next")
     _snapshot(leakcheck.Series, "rebase")
     _timed(runner.ItemRunner, "run_reported", "the reported run")
+    _protocol = runner.ItemRunner._protocol
+
+    def phases(self, interact, extra):
+        began = _now()
+        try:
+            return _protocol(self, interact, extra)
+        finally:
+            if interact:
+                _add("its phases", _now() - began)
+    runner.ItemRunner._protocol = phases
     _timed(hunt, "_start", "the test's setup")
     _timed(hunt, "_judge", "its verdict")
     _timed(hunt, "_finish", "its verdict")
@@ -178,6 +196,7 @@ LOGGING = ("pytest_runtest_logstart", "pytest_runtest_logreport",
 
 ORDER = [("the hunt", 0), ("snapshots", 1), ("settling", 2),
          ("collections", 2), ("the rest", 2), ("the reported run", 1),
+         ("its phases", 2),
          ("pytest's logging", 1), ("the test's setup", 1),
          ("its verdict", 1), ("the rest of the hunt", 1),
          ("the journal", 0)]
@@ -206,6 +225,9 @@ def main(argv=None):
     leaks["the test's setup"] = max(
         0.0, leaks.get("the test's setup", 0.0)
         - leaks.get("pytest_runtest_logstart", 0.0))
+    # pytest's runtestprotocol logs each report right after its phase.
+    plain_phases = (plain.get("pytest's protocol", 0.0)
+                    - plain.get("pytest_runtest_logreport", 0.0))
     for found in (leaks, plain):
         found["pytest's logging"] = sum(found.pop(name, 0.0)
                                         for name in LOGGING)
@@ -227,6 +249,13 @@ def main(argv=None):
     print(f"plain\n  pytest's protocol        {protocol:8.1f}\n"
           f"    pytest's logging       {logging:8.1f}")
     print(f"the hunt less pytest's protocol: {hunt - protocol:.1f} us a test")
+    # The same work of pytest's in both: where it runs slower beside
+    # leakcheck's, which no clock of the plugin can tell from pytest's own.
+    own_logging = leaks["pytest's logging"] - leaks.get("the journal", 0.0)
+    print(f"pytest's own work, --leaks against plain: the reported run's "
+          f"phases {leaks.get('its phases', 0.0):.1f} us against "
+          f"{plain_phases:.1f}; its logging, less the journal, "
+          f"{own_logging:.1f} us against {logging:.1f}")
 
 
 if __name__ == "__main__":
