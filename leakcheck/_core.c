@@ -287,6 +287,57 @@ core_threads(PyObject *mod, PyObject *unused)
     return PyLong_FromLongLong((long long)threads);
 }
 
+/*
+ * pointer_at(address) -> int: the address the pointer slot at `address`
+ * holds.  hold(address, new) -> bool: makes that slot, which owns a
+ * reference (or is NULL), hold one to `new` instead, releasing the one it
+ * held (its object freed when that was the last); False, and nothing
+ * done, when it holds `new` already.  For settling's sync of the list of
+ * warning filters the C warnings module holds (leakcheck/_settle.py),
+ * which finds the slot and proves it is that one before ever calling
+ * these: the caller vouches for the slot.
+ */
+static PyObject **
+slot_at(PyObject *arg)
+{
+    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
+
+    if (address == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (address == 0 || address % sizeof(void *) != 0) {
+        PyErr_SetString(PyExc_ValueError, "leakcheck: bad pointer slot");
+        return NULL;
+    }
+    return (PyObject **)(uintptr_t)address;
+}
+
+static PyObject *
+core_pointer_at(PyObject *mod, PyObject *arg)
+{
+    PyObject **slot = slot_at(arg);
+
+    return slot == NULL ? NULL : PyLong_FromVoidPtr(*slot);
+}
+
+static PyObject *
+core_hold(PyObject *mod, PyObject *args)
+{
+    PyObject *address, *new_, *old, **slot;
+
+    if (!PyArg_ParseTuple(args, "OO:hold", &address, &new_))
+        return NULL;
+    slot = slot_at(address);
+    if (slot == NULL)
+        return NULL;
+    old = *slot;
+    if (old == new_)
+        Py_RETURN_FALSE;
+    Py_INCREF(new_);
+    *slot = new_;
+    Py_XDECREF(old);
+    Py_RETURN_TRUE;
+}
+
 static PyObject *
 core_is_immortal(PyObject *mod, PyObject *obj)
 {
@@ -1821,6 +1872,12 @@ static PyMethodDef core_methods[] = {
     {"retarget", core_retarget, METH_VARARGS,
      "retarget(address, count, stride, old, new) -> n: moves the references "
      "to old in a table of pointer slots to new (settling's use only)."},
+    {"pointer_at", core_pointer_at, METH_O,
+     "pointer_at(address) -> int: the address a pointer slot holds "
+     "(settling's use only)."},
+    {"hold", core_hold, METH_VARARGS,
+     "hold(address, new) -> bool: makes a pointer slot that owns a "
+     "reference hold one to new instead (settling's use only)."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},

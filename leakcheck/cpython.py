@@ -799,10 +799,12 @@ _WARNINGS_WITHIN = 1 << 16
 
 
 def filters_warn_holds(warnings, sync):
-    """A function that reads the address of the filters list the C
-    warnings module holds (the interpreter's ``warnings.filters``: warn()
-    reads ``warnings.filters`` at each call and keeps that list until its
-    next call, CPython 3.9 to 3.15), or None where it is not found.
+    """The address of the word that holds the filters list the C warnings
+    module holds (the interpreter's ``warnings.filters``: warn() reads
+    ``warnings.filters`` at each call and keeps that list until its next
+    call, CPython 3.9 to 3.15), or None where it is not found: a pointer
+    slot that owns its reference, which ``_core.pointer_at()`` reads and
+    ``_core.hold()`` points at another list.
     `sync()` issues a warning that is ignored: warn() then holds the
     list in ``warnings.filters``.
 
@@ -813,7 +815,8 @@ def filters_warn_holds(warnings, sync):
     not before the sync, and the list's again once it is back, likewise.
     The swap is what ``catch_warnings()`` does (under the lock of CPython
     3.14 and later's warnings).  Settling then syncs only when warn() holds
-    another list (leakcheck._settle._sync_warning_filters)."""
+    another list, by pointing the word at ``warnings.filters``
+    (leakcheck._settle._sync_warning_filters)."""
     import ctypes
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
@@ -846,4 +849,4 @@ def filters_warn_holds(warnings, sync):
                 sync()
     if len(words) != 1:
         return None
-    return functools.partial(getattr, words[0], "value")
+    return ctypes.addressof(words[0])

@@ -130,6 +130,7 @@ class Runs:
         # A float of its own, replaced after the first run by another: the
         # constant 0.0 would stay, and the new one read as that run's growth.
         self.first = float(0)
+        self._start = float(0)      # the run under way's start (run())
         self.started = time.perf_counter()
         self._settings = None       # the limit re-armed for each run
         self._running = None        # the settings of the run under way
@@ -162,22 +163,30 @@ class Runs:
         settings = self.item.stash.get(TIMEOUT_SETTINGS, None)
         return getattr(settings, "timeout", None)
 
-    @contextlib.contextmanager
     def run(self, traced=False):
+        """The context of one run: `with runs.run():`.  The Runs itself,
+        not a generator's context manager: made before the snapshot that
+        precedes the reported run, nothing of it is made in a run, and a
+        test's few runs skip a generator's making, starting and
+        stopping."""
         settings = self._settings
         if settings is not None and traced and hasattr(settings, "_replace"):
             settings = settings._replace(
                 timeout=settings.timeout * TRACED_SLOWDOWN)
         self._running = settings
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._running = None
-            self.disarm()           # a run whose teardown did not run
-            if self.count == 0:
-                self.first += time.perf_counter() - start
-            self.count += 1
+        self._start = time.perf_counter()
+        return self
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        self._running = None
+        self.disarm()               # a run whose teardown did not run
+        if self.count == 0:
+            self.first += time.perf_counter() - self._start
+        self.count += 1
+        return False
 
     @contextlib.contextmanager
     def unmeasured(self):

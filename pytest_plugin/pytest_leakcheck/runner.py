@@ -169,11 +169,28 @@ def preset_current_test(item):
     except Exception:
         pass
     finally:
-        os.environ.pop(_CURRENT_TEST, None)
+        # Popped only when there (a pop of a missing key raises and
+        # catches KeyError twice, a microsecond and more a test).
+        if _in_environ(_CURRENT_TEST):
+            os.environ.pop(_CURRENT_TEST, None)
         os.unsetenv(_CURRENT_TEST)
 
 
 _CURRENT_TEST = "PYTEST_CURRENT_TEST"
+
+
+def _in_environ(name):
+    """Whether os.environ holds `name`, read from its dict of encoded keys
+    (`in` would look it up through __getitem__, which raises KeyError
+    for a missing one); True when that dict is not of the shape known."""
+    data = getattr(os.environ, "_data", None)
+    encode = getattr(os.environ, "encodekey", None)
+    if not isinstance(data, dict) or not callable(encode):
+        return True
+    try:
+        return encode(name) in data
+    except Exception:
+        return True
 _ENVIRON_GROWN = []         # one True once _grow_environ() ran
 
 

@@ -376,13 +376,20 @@ def test_a_light_clear_empties_only_the_registries_seen_before():
     assert seen == bytearray([1, 1])
 
 
-@pytest.mark.skipif(getattr(sys.flags, "context_aware_warnings", False),
-                    reason="context-aware warnings: catch_warnings() leaves "
-                    "warnings.filters alone")
-def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
-    """The C warn() keeps the filters list it read last: the copy of a
-    catch_warnings() block it warned in, and the filters only that copy
-    holds, outlive the block until the next warning, or settling."""
+# Where settling looks for the filters list warn() holds.
+_WHERE_WARN_HOLDS_IS_LOOKED_FOR = pytest.mark.skipif(
+    getattr(sys.flags, "context_aware_warnings", False) or
+    sys.implementation.name != "cpython" or
+    not sys.platform.startswith("linux"),
+    reason="the list warn() holds is looked for on CPython on Linux, where "
+    "catch_warnings() swaps warnings.filters")
+
+
+def _warned_in_a_block():
+    """Warns in a catch_warnings() block whose filter ignores the
+    warning's own category; returns a weak reference to that category,
+    which only the block's copy of the filters list holds (and the C
+    warn(), which keeps that copy)."""
     import gc
 
     class Ignored(UserWarning):
@@ -394,6 +401,18 @@ def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
     ref = weakref.ref(Ignored)
     del Ignored
     gc.collect()
+    return ref
+
+
+@pytest.mark.skipif(getattr(sys.flags, "context_aware_warnings", False),
+                    reason="context-aware warnings: catch_warnings() leaves "
+                    "warnings.filters alone")
+def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
+    """The C warn() keeps the filters list it read last: the copy of a
+    catch_warnings() block it warned in, and the filters only that copy
+    holds, outlive the block until the next warning, or settling."""
+    import gc
+    ref = _warned_in_a_block()
     assert ref() is not None            # the block's filter, still held
     filters = list(warnings.filters)
     _settle.settle()
@@ -404,20 +423,20 @@ def test_settle_frees_the_filters_a_warning_in_catch_warnings_left():
     assert not any(f[2] is _settle._FiltersSynced for f in warnings.filters)
 
 
-@pytest.mark.skipif(getattr(sys.flags, "context_aware_warnings", False) or
-                    sys.implementation.name != "cpython" or
-                    not sys.platform.startswith("linux"),
-                    reason="the list warn() holds is looked for on CPython "
-                    "on Linux, where catch_warnings() swaps "
-                    "warnings.filters")
+@_WHERE_WARN_HOLDS_IS_LOOKED_FOR
 def test_the_filters_list_warn_holds_is_read_where_it_is():
     """Settling syncs the list warn() holds only when it is another list
     than warnings.filters: the address it reads must follow every list
     warn() takes up."""
     import functools
-    held = cpython.filters_warn_holds(
+    from leakcheck import _core
+    address = cpython.filters_warn_holds(
         warnings, functools.partial(_settle._sync_now, warnings))
-    assert held is not None
+    assert address is not None
+
+    def held():
+        return _core.pointer_at(address)
+
     assert held() == id(warnings.filters)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -430,6 +449,35 @@ def test_the_filters_list_warn_holds_is_read_where_it_is():
     assert held() == id(warnings.filters)
     _settle.settle()
     assert _settle._filters_held, "settling found no address to read"
+
+
+@_WHERE_WARN_HOLDS_IS_LOOKED_FOR
+def test_where_the_word_is_found_the_stale_list_goes_without_a_warning(
+        monkeypatch):
+    """Once settling found the word that holds the list warn() keeps, it
+    points that word at warnings.filters itself: the stale copy of a block
+    and the filters only it held are freed, and no warning is issued."""
+    import gc
+    _settle.settle()
+    assert _settle._filters_held, "settling found no address to read"
+
+    def no_warning(warnings):
+        raise AssertionError("a warning was issued to sync the filters")
+
+    monkeypatch.setattr(_settle, "_sync_now", no_warning)
+    ref = _warned_in_a_block()
+    assert ref() is not None            # the block's filter, still held
+    filters = list(warnings.filters)
+    _settle._sync_warning_filters(warnings)
+    gc.collect()
+    assert ref() is None
+    assert warnings.filters == filters
+    _settle._sync_warning_filters(warnings)     # the same list: nothing
+    # warn() works on with the list the word now holds.
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warnings.warn("after", UserWarning)
+    assert [str(w.message) for w in seen] == ["after"]
 
 
 def test_looking_for_the_filters_list_is_no_runs_growth(tmp_path):
