@@ -519,14 +519,25 @@ def _rerun_failed(failure, runs, run):
                                    when=failure.when)
 
 
+# On the config: the path of each test file so far, by item.location's
+# path relative to the root (normpath() is Python code up to 3.11: a few
+# microseconds a test, the same for every test of a file).
+_PATHS = pytest.StashKey[dict]()
+
+
 def _location(item):
     """Where the test is defined, for the series' report: from
     item.location, which pytest computes once per item (reportinfo() finds
     the source line anew on each call)."""
     try:
         relpath, lineno, _ = item.location
-        path = os.path.normpath(os.path.join(str(item.config.rootpath),
-                                             relpath))
+        paths = item.config.stash.get(_PATHS, None)
+        if paths is None:
+            paths = item.config.stash[_PATHS] = {}
+        path = paths.get(relpath)
+        if path is None:
+            path = paths[relpath] = os.path.normpath(
+                os.path.join(str(item.config.rootpath), relpath))
     except Exception:
         path, lineno, _ = item.reportinfo()
     return str(path), (lineno or 0) + 1
