@@ -75,6 +75,9 @@ class Spot:
         whole (then nothing moved)."""
         if not _file or self.parked or len(reports) > MAX_REPORTS:
             return False
+        if len(pytest_private.report_sections(item)) <= self.start and \
+                not any(getattr(rep, "sections", None) for rep in reports):
+            return False        # the run captured nothing (most tests)
         targets = self.targets
         targets[0] = pytest_private.report_sections(item)
         for i, rep in enumerate(reports, 1):
