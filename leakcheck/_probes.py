@@ -190,13 +190,21 @@ def probe_names(probes, argname="probes"):
 # {the probe names asked for, as a tuple: probe_names() of them}: valid
 # lists only.
 _NAMES_OF = {}
+_MASK_OF = {}       # {probe_names() of some probes: their mask}
 
 
 def probe_mask(probes, argname="probes"):
     """The engine's bit mask for `probes` (see probe_names)."""
+    names = probe_names(probes, argname)
+    try:
+        return _MASK_OF[names]
+    except KeyError:
+        pass
     mask = 0
-    for name in probe_names(probes, argname):
+    for name in names:
         mask |= 1 << _INDEX[name]
+    if len(_MASK_OF) < 64:
+        _MASK_OF[names] = mask
     return mask
 
 
@@ -247,6 +255,9 @@ MAX_TOLERANCE = (1 << 63) - 1   # INT64_MAX: the engine's readings, tolerances
 def check_count(value, argname, minimum, maximum=None):
     """`value` as an int >= minimum (and <= maximum when given), or
     TypeError/ValueError naming it."""
+    if type(value) is int and value >= minimum and \
+            (maximum is None or value <= maximum):
+        return value        # the common case (a Series a test, in pytest)
     if isinstance(value, bool):
         raise TypeError(f"{argname} must be an int, not bool")
     try:
