@@ -139,8 +139,8 @@ def _sync_warning_filters(warnings):
     warn() would) only when it holds another list.  In the plugin,
     nothing is done in the snapshot after a test's run that warned
     nowhere else than in the test's own list; the one before it points
-    the word away from the list of the previous test's block, a tenth of
-    what a warning costs."""
+    the word away from the list of the previous test's block, without
+    the warning's work."""
     filters = _filters_c_warn_reads(warnings)
     if filters is None:
         return

@@ -520,8 +520,8 @@ def _rerun_failed(failure, runs, run):
 
 
 # On the config: the path of each test file so far, by item.location's
-# path relative to the root (normpath() is Python code up to 3.11: a few
-# microseconds a test, the same for every test of a file).
+# path relative to the root (normpath() is Python code up to 3.11, and
+# gives every test of a file the same path).
 _PATHS = pytest.StashKey[dict]()
 
 

@@ -170,7 +170,7 @@ def preset_current_test(item):
         pass
     finally:
         # Popped only when there (a pop of a missing key raises and
-        # catches KeyError twice, a microsecond and more a test).
+        # catches KeyError twice).
         if _in_environ(_CURRENT_TEST):
             os.environ.pop(_CURRENT_TEST, None)
         os.unsetenv(_CURRENT_TEST)
@@ -191,6 +191,8 @@ def _in_environ(name):
         return encode(name) in data
     except Exception:
         return True
+
+
 _ENVIRON_GROWN = []         # one True once _grow_environ() ran
 
 
