@@ -520,8 +520,9 @@ def _rerun_failed(failure, runs, run):
 
 
 # On the config: the path of each test file so far, by item.location's
-# path relative to the root (normpath() is Python code up to 3.11, and
-# gives every test of a file the same path).
+# path relative to the root (os.path.join() and normpath() are Python
+# code, normpath() around a C part from 3.11, and give every test of a
+# file the same path).
 _PATHS = pytest.StashKey[dict]()
 
 
