@@ -258,30 +258,26 @@ SHARE_WINDOW = 0.05
 
 
 class CpuShare:
-    """The CPU seconds the process had per second of `wall`: over the last
-    SHARE_WINDOW seconds or more (recent()), and since it was made
-    (overall()).  Above one while other threads of the process run too."""
+    """The CPU seconds the process had per second of `wall` over the last
+    SHARE_WINDOW seconds or more (recent()).  Above one while other
+    threads of the process run too."""
 
-    __slots__ = ("cpu_began", "wall_began", "cpu", "wall", "ratio")
+    __slots__ = ("cpu", "wall", "ratio")
 
     def __init__(self):
-        self.cpu_began = self.cpu = time.process_time()
-        self.wall_began = self.wall = wall()
+        self.cpu = time.process_time()
+        self.wall = wall()
         self.ratio = 1.0
 
-    def recent(self):
-        now = wall()
+    def recent(self, now=None):
+        """The share; `now`: a reading of `wall` just taken, if any."""
+        if now is None:
+            now = wall()
         if now - self.wall >= SHARE_WINDOW:
             cpu = time.process_time()
             self.ratio = (cpu - self.cpu) / (now - self.wall)
             self.cpu, self.wall = cpu, now
         return self.ratio
-
-    def overall(self):
-        seconds = wall() - self.wall_began
-        if seconds <= 0:
-            return 1.0
-        return (time.process_time() - self.cpu_began) / seconds
 
 
 SHARE = CpuShare()
@@ -295,8 +291,10 @@ class Outside:
     is not), the session's end.  `paused` while a hunt counts its own.
     The report's journal is a category of its own (the report's cpu).
 
-    Timed on `wall` (`seconds`); cpu() gives them the process's share of
-    the CPU over its life."""
+    Timed on `wall`, each stretch turned into CPU seconds when it ends, at
+    the process's recent share of the CPU (SHARE): `seconds` only grows,
+    so two readings of it at different moments never disagree backwards
+    (converting the sum at each reading, at that moment's share, did)."""
 
     __slots__ = ("seconds", "paused")
 
@@ -313,12 +311,12 @@ class Outside:
         if began is None:
             return None
         now = wall()
-        self.seconds += now - began
+        self.seconds += (now - began) * SHARE.recent(now)
         return now
 
     def cpu(self, since=0.0):
         """The CPU seconds counted since `seconds` was `since`."""
-        return (self.seconds - since) * SHARE.overall()
+        return self.seconds - since
 
 
 OUTSIDE = Outside()

@@ -185,11 +185,17 @@ def test_short_summary_leads_with_the_most_telling_probe(
     result = pytester.runpytest_subprocess("--leaks", "-rf",
                                            "--leaks-report=r.json", *workers)
     rec = read_report()[1][IDS[2]]
-    assert "fds" in rec["leaking"] and "objects" in rec["leaking"]
+    # fds leads whatever else the record names.  The list the test appends
+    # grows `objects` too, which the record names as a rule; under `-n 2`
+    # on a machine loaded with four jobs, once in some twenty runs, one
+    # run read no growth of objects (why was not found: the worker's other
+    # thread is the likely one), and the line then names fds alone.
+    assert "fds" in rec["leaking"]
     others = [p for p in terminal.TELLING if p in rec["leaking"]][1:]
     line = terminal.MSG_LEAK.format(
         probe="fds", growth="+1",
-        also=terminal.MSG_LEAK_ALSO.format(probes=", ".join(others)))
+        also=terminal.MSG_LEAK_ALSO.format(probes=", ".join(others))
+        if others else "")
     result.stdout.fnmatch_lines([
         f"*_ test_fd_and_lists _*",
         # The failure section keeps the whole report.
