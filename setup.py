@@ -1,5 +1,5 @@
 """Builds leakcheck._core from the C engine's own sources (c_api/src/*.c,
-never copied) plus leakcheck/_core.c, and installs the packages
+never copied) plus leakcheck/_core.c and _jsontext.c, and installs the packages
 ``leakcheck`` and ``pytest_leakcheck`` (which lives in pytest_plugin/).
 Project metadata and the pytest11 entry point are in pyproject.toml."""
 import glob
@@ -10,9 +10,10 @@ engine = sorted(glob.glob("c_api/src/*.c"))
 
 core = Extension(
     "leakcheck._core",
-    sources=["leakcheck/_core.c"] + engine,
+    sources=["leakcheck/_core.c", "leakcheck/_jsontext.c"] + engine,
     include_dirs=["c_api/include", "c_api/src"],
-    depends=["c_api/include/leakcheck.h"] + glob.glob("c_api/src/*.h"),
+    depends=["c_api/include/leakcheck.h", "leakcheck/_jsontext.h"] +
+    glob.glob("c_api/src/*.h"),
     # The engine's lc_* symbols stay inside _core.so, so that a
     # libleakcheck.so loaded into the same process cannot interpose its
     # own copies (and state) on ours.  PyInit__core is exported by

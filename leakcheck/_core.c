@@ -25,6 +25,7 @@
 
 #include "leakcheck.h"
 #include "internal.h"      /* lc__pyhook_restored, lc__python_release_hook */
+#include "_jsontext.h"
 
 #include <limits.h>
 #include <string.h>
@@ -1878,6 +1879,12 @@ static PyMethodDef core_methods[] = {
     {"hold", core_hold, METH_VARARGS,
      "hold(address, new) -> bool: makes a pointer slot that owns a "
      "reference hold one to new instead (settling's use only)."},
+    {"json_text", lc_py_json_text, METH_VARARGS,
+     "json_text(value, item_separator, key_separator) -> str or None: "
+     "json.dumps(value, separators=(item_separator, key_separator)), or "
+     "None when value holds what only json's encoder writes (any type but "
+     "exact dict with str keys, list, tuple, str, int, float, bool, None; "
+     "nesting past 64)."},
     {"is_immortal", core_is_immortal, METH_O,
      "True for an immortal object (CPython 3.12+), whose reference count "
      "never changes."},

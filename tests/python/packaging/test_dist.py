@@ -64,6 +64,7 @@ def test_sdist_holds_the_sources_license_and_changelog(dists):
                  "setup.py", "c_api/include/leakcheck.h",
                  "c_api/src/internal.h", "c_api/src/scope.c",
                  "leakcheck/_core.c", "leakcheck/_core.pyi",
+                 "leakcheck/_jsontext.c", "leakcheck/_jsontext.h",
                  "leakcheck/py.typed", "leakcheck/templates/report.html",
                  "leakcheck/cpython.py", "leakcheck/report/schema.py",
                  "leakcheck/report/commands/gate.py",
