@@ -56,12 +56,13 @@ from bench_overhead import pytest_output  # noqa: E402
 from bench_plugin import generate  # noqa: E402
 
 # Each part goes through its own C function: the C function callgrind
-# names, and the part's name.
+# names (or another, after a "|", where a later CPython renamed it), and
+# the part's name.
 PARTS = [("filterfalse_next", "the hunt", 0),
          ("_operator_call", "the test's setup", 1),
          ("starmap_next", "the runner", 2),
          ("takewhile_next", "stand-in reports", 3),
-         ("methodcaller_call", "the GC freezer", 1),
+         ("methodcaller_call|methodcaller_vectorcall", "the GC freezer", 1),
          ("accumulate_next", "snapshots", 1),
          ("groupby_next", "the reported run", 1),
          ("functools_reduce", "its verdict", 1),
@@ -152,16 +153,20 @@ LINE = re.compile(r"^\s*([0-9,]+) .*?:([A-Za-z_0-9]+)(?: \[|$)")
 def inclusive(out, functions):
     """{function: its inclusive instructions} from a callgrind output
     file (the largest of the lines that name it: a function inlined in a
-    header shows there too, with a part of its count)."""
+    header shows there too, with a part of its count).  A function given
+    as "a|b" is whichever of a and b this CPython has."""
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes",
                            "--threshold=100", "--auto=no", out],
                           capture_output=True, text=True).stdout
+    names = {name: function for function in functions
+             for name in function.split("|")}
     found = dict.fromkeys(functions, 0)
     for line in text.splitlines():
         m = LINE.match(line)
-        if m and m.group(2) in found:
-            found[m.group(2)] = max(found[m.group(2)],
-                                    int(m.group(1).replace(",", "")))
+        if m and m.group(2) in names:
+            function = names[m.group(2)]
+            found[function] = max(found[function],
+                                  int(m.group(1).replace(",", "")))
     return found
 
 
