@@ -1,6 +1,7 @@
 """Builds leakcheck._core from the C engine's own sources (c_api/src/*.c,
-never copied) plus leakcheck/_core.c and _jsontext.c, and installs the packages
-``leakcheck`` and ``pytest_leakcheck`` (which lives in pytest_plugin/).
+never copied) plus leakcheck/_core.c and leakcheck/_jsontext.c, and
+installs the packages ``leakcheck`` and ``pytest_leakcheck`` (which lives
+in pytest_plugin/).
 Project metadata and the pytest11 entry point are in pyproject.toml."""
 import glob
 

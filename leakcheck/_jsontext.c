@@ -8,8 +8,10 @@
  * str, int, float, bool and None of those exact types, or nests deeper
  * than MAX_DEPTH: the caller then asks the json module, which says what
  * its options make of it.  The report's journal encodes every test's
- * record so (leakcheck.report.files.one_shot_encoder); json's C encoder
- * took about a tenth of a clean test's instructions under --leaks.
+ * record so (leakcheck.report.files.one_shot_encoder): on CPython 3.11,
+ * whose json encoder makes a str of every key and value and joins them,
+ * that took 133k of a clean test's 3.1M instructions under --leaks, and
+ * takes 34k here (bench/bench_hunt_instructions.py).
  *
  * The text is json's to the byte: a str escapes as
  * json.encoder.encode_basestring_ascii does (ascii_escape_unichar in
@@ -18,7 +20,7 @@
  * a code point past U+FFFF as its UTF-16 surrogate pair, a lone surrogate
  * as itself); an int as int.__repr__; a float as float.__repr__ (repr
  * mode 'r', ".0" added to an integral one), NaN, Infinity, -Infinity.
- * tests/python/api/test_jsontext.py holds it to json.dumps.
+ * tests/python/report/test_jsontext.py holds it to json.dumps.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -216,8 +216,8 @@ def one_shot_encoder(**options):
     without what encode() makes anew at every call (a C encoder, and a
     closure for floats): the C encoder is made once, when this Python's
     json module has one.  With json's defaults but the separators (and
-    `default`), the engine's json_text() writes what it can (a journal
-    record, in a fifth of the time), the json module the rest."""
+    `default`), the engine's json_text() writes what it can (the same
+    text, in one buffer), the json module the rest."""
     encoder = json.JSONEncoder(check_circular=False, **options)
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None or encoder.indent is not None:
