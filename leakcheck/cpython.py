@@ -595,18 +595,35 @@ def type_cache_trimmable():
             (TYPE_CACHE_HOLDS_NONE or not hasattr(sys, "gettotalrefcount")))
 
 
+# How many times _find_type_cache() looks for the table.  A search reads
+# memory after each lookup of a fresh name, and whatever else is looked up
+# in between (ctypes converting the arguments of that read) may land in
+# the same slot and take it: the search then finds no entry naming the
+# name, or one that predicts nothing.  Where the slot is (the name's
+# hash, or its address, with the class's version) changes from one
+# process to the next: on 3.10, 2 pytest processes in 600 found no table
+# in one search, and fell back to clearing the whole cache before every
+# snapshot, where None's reference count moves with each lookup (a test
+# comparing it around a call failed, under leakcheck alone).  Each
+# search makes fresh names on a fresh class, which land elsewhere.
+TYPE_CACHE_SEARCHES = 4
+
+
 def _find_type_cache():
-    """Finds the type cache to trim, where it is trimmed."""
+    """Finds the type cache to trim, where it is trimmed: up to
+    TYPE_CACHE_SEARCHES searches."""
     global _typecache
     if not type_cache_trimmable():
         return
-    cache = _TypeCache()
-    try:
-        cache.find()
-    except Exception:
-        return
-    if cache.address is not None:
-        _typecache = cache
+    for _ in range(TYPE_CACHE_SEARCHES):
+        cache = _TypeCache()
+        try:
+            cache.find()
+        except Exception:
+            return
+        if cache.address is not None:
+            _typecache = cache
+            return
 
 
 def clear_type_cache():
