@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import types
+from importlib.metadata import version
 
 import pytest
 
@@ -60,6 +61,7 @@ def test_report_schema(pytester, read_report):
     assert set(report["probes"]) >= set(report["settings"]["probes"])
     assert report["environment"]["python"] == ".".join(
         map(str, sys.version_info[:3]))
+    assert report["environment"]["leakcheck"] == version("leakcheck")
     costs = report["summary"].pop("costs")
     assert set(costs) == set(lcreport.COST_CATEGORIES) | {"report",
                                                           "session"}
