@@ -597,7 +597,7 @@ def type_cache_trimmable():
 
 # How many times _find_type_cache() looks for the table.  A search reads
 # memory after each lookup of a fresh name, and whatever else is looked up
-# in between (ctypes converting the arguments of that read) may land in
+# in between (the Python and ctypes code that makes the read) may land in
 # the same slot and take it: the search then finds no entry naming the
 # name, or one that predicts nothing.  Where the slot is (the name's
 # hash, or its address, with the class's version) changes from one
