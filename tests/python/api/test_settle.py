@@ -129,7 +129,8 @@ def test_the_type_cache_is_found_when_a_search_misses(tmp_path):
         import sys
         from leakcheck import cpython
         searches = []
-        real_find, real_lookup = cpython._TypeCache.find, cpython._TypeCache._lookup
+        real_find = cpython._TypeCache.find
+        real_lookup = cpython._TypeCache._lookup
 
         def find(self):
             searches.append(self)
