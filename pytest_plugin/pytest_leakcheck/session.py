@@ -363,8 +363,8 @@ def _version():
     """leakcheck's version, which the engine carries (its distribution's
     too: test_gate.py checks that they agree).  importlib.metadata's
     version() read and parsed the distribution's metadata with the email
-    package at the start of every session: 20 M instructions on CPython
-    3.12, a few milliseconds of each pytest-xdist worker's start."""
+    package at the start of every session, and of each pytest-xdist
+    worker."""
     return leakcheck.__version__
 
 
