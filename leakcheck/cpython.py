@@ -603,9 +603,10 @@ def type_cache_trimmable():
 # hash, or its address, with the class's version) changes from one
 # process to the next: now and then a pytest process on 3.10 found no
 # table in its one search, and fell back to clearing the whole cache
-# before every snapshot, where None's reference count moves with each lookup (a test
-# comparing it around a call failed, under leakcheck alone).  Each
-# search makes fresh names on a fresh class, which land elsewhere.
+# before every snapshot, where None's reference count moves with each
+# lookup (a test comparing it around a call failed, under leakcheck
+# alone).  Each search makes fresh names on a fresh class, which land
+# elsewhere.
 TYPE_CACHE_SEARCHES = 4
 
 
