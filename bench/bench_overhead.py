@@ -23,36 +23,38 @@ under the same load and compared with the same plain runs.  --leaks-args
 adds pytest options to every --leaks run ("--leaks-probes=fds,threads":
 what the other probes cost, the allocator hook's among them).
 
-Printed: the CPU seconds of each configuration, the overhead per test in ms
-((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU time of
-the first and of the last test (setup to teardown, the --leaks hunt
-included) and of the session around them; "tests s" is the CPU time of
-all the tests' protocols (pytest_runtest_protocol, whole), so that what
---leaks adds inside them and outside them can be told apart; "before s"
-the process's CPU time until the session starts (interpreter, imports,
-configuration), "after s" from the session's finish (the report written)
-to the process's exit (terminal summary, unconfigure, the interpreter's
-finalization and its last collections), which no clock of leakcheck's can
-count; and the
-overhead per test of the tests between the first and the last (their
-protocols only, paired by round), which leaves out what a session pays
-once (a large heap's first collection).  The paired figure comes with its
-rounds' lowest and highest, and the plain rounds' spread (slowest against
-fastest) says how much the machine moved the same work meanwhile.  With
---leaks every test must come out clean; the report's count of tests that
-ran once is printed too, and what the report's summary says leakcheck
-added, as a share of what its round's --leaks run took more than that
-round's plain run (the median over the rounds, and their range): how
-truthful the summary is, each round read against its own load.  Then the
-median test's protocol in CPU time (the first and the last test left
-out), with --leaks and plain, and its difference paired by round: a
-burst of other work on a shared machine moves some tests' figures, not
-the median test's, and a collection of the whole heap that plain pytest
-makes now and then (the GC freezer spares --leaks most of them) falls on
-a few tests too.  Last,
-what the records' hunt_costs say a test: on average, and the median
-test's, which leaves out what one test pays for the session (the first
-freeze, a large heap's first collection).
+Printed: the CPU seconds of each configuration, the overhead per test in
+ms ((cpu --leaks - cpu plain) / tests), and the one-time cost: the CPU
+time of the first and of the last test (setup to teardown, the --leaks
+hunt included) and of the session around them; "tests s" is the CPU time
+of all the tests' protocols (pytest_runtest_protocol, whole), so that
+what --leaks adds inside them and outside them can be told apart;
+"before s" the process's CPU time until the session starts (interpreter,
+imports, configuration), "after s" from the session's finish (the report
+written) to the process's exit (terminal summary, unconfigure, the
+interpreter's finalization and its last collections), which no clock of
+leakcheck's can count; and the overhead per test of the tests between
+the first and the last (their protocols only, paired by round), which
+leaves out what a session pays once (a large heap's first
+collection).  Then the same two from the fastest round of each
+configuration: the machine's other work only adds CPU time to a round,
+so the fastest is the one it moved least.  The paired figure comes with
+its rounds' lowest and highest, and the plain rounds' spread (slowest
+against fastest) says how much the machine moved the same work
+meanwhile.  With --leaks every test must come out clean; the report's
+count of tests that ran once is printed too, and what the report's
+summary says leakcheck added, as a share of what its round's --leaks run
+took more than that round's plain run (the median over the rounds, and
+their range): how truthful the summary is, each round read against its
+own load.  Then the median test's protocol in CPU time (the first and the
+last test left out), with --leaks and plain, and its difference paired
+by round: a burst of other work on a shared machine moves some tests'
+figures, not the median test's, and a collection of the whole heap that
+plain pytest makes now and then (the GC freezer spares --leaks most of
+them) falls on a few tests too.  Last, what the records' hunt_costs say a
+test: on average, and the median test's, which leaves out what one test
+pays for the session (the first freeze, a large heap's first
+collection).
 """
 
 import argparse
@@ -330,6 +332,18 @@ def main(argv=None):
                   f"tests between the first and the last, paired: "
                   f"{between:.3f} ms; after the session, paired: "
                   f"{after:.3f} ms)")
+            # Other work on a shared machine only ever adds CPU time to a
+            # round (cache and memory contention, a slower clock): the
+            # fastest round of each configuration is the one it moved
+            # least, as timeit takes the best of its repeats.
+            fastest = (min(cpu[name]) - min(cpu["plain"])) / tests * 1000
+            fastest_between = (
+                min(ml[3] - (ml[0] + ml[1]) / 1000 for ml in marks[name]) -
+                min(mp[3] - (mp[0] + mp[1]) / 1000
+                    for mp in marks["plain"])) / (tests - 2) * 1000
+            print(f"  fastest round of each: {fastest:.3f} ms a test; "
+                  f"tests between the first and the last: "
+                  f"{fastest_between:.3f} ms")
             print(f"  its summaries against the round's own difference: "
                   f"{_accounted(said_by_round[name], rounds)}")
             # The median test, each round's against its own plain run's: a
