@@ -30,7 +30,7 @@ import subprocess
 import sys
 
 CHILD = r'''
-import json, sys, time, warnings
+import json, statistics, sys, time, warnings
 warnings.simplefilter("ignore")
 from leakcheck import _core, cpython
 cpython._find_type_cache()
@@ -70,7 +70,7 @@ print(json.dumps(out))
 
 def one(python, evictions, trims):
     proc = subprocess.run(
-        [python, "-c", "import statistics\n" + CHILD,
+        [python, "-c", CHILD,
          json.dumps(evictions), str(trims)],
         capture_output=True, text=True, cwd="/")
     if proc.returncode != 0:
