@@ -10,6 +10,14 @@ from one run to the next, however loaded the machine.
 
     python bench/bench_hunt_instructions.py [--tests 200] [--python PATH]
 
+Each count is taken twice, over `tests` and over twice as many tests: a
+test's figure is the difference divided by `tests`, what one more test
+costs, so that what a session pays once (its first test's snapshots of a
+heap not settled before, the settling's plan of every module, the first
+import of what the hunt uses) is left out.  Over 200 tests that once is
+a tenth to a third of some parts (`--once` prints it: each part's count
+over the first run, a test, less the difference's).
+
 Printed, in instructions a test (each part holds the parts under it):
 
     the hunt                 plugin.py's pytest_runtest_protocol, whole:
@@ -185,6 +193,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tests", type=int, default=200)
     p.add_argument("--python", default=sys.executable, metavar="PATH")
+    p.add_argument("--once", action="store_true",
+                   help="also print what the session paid once, spread "
+                        "over the first run's tests")
     args = p.parse_args(argv)
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -195,27 +206,40 @@ def main(argv=None):
     if check.returncode != 0:
         sys.exit("bench_hunt_instructions: needs CPython 3.11 or later "
                  "(operator.call)")
-    with tempfile.TemporaryDirectory(prefix="leakcheck-hunt-") as d:
-        tests = generate(d, args.tests, conftest=CONFTEST)
-        out = os.path.join(d, "callgrind.out")
-        leaks = counts(d, args.python, True, out)
-        plain = counts(d, args.python, False, out)[PLAIN]
-    # json's encoder may have nothing left to write, and a leakcheck
-    # older than the engine's writer has none.
-    missing = [name for function, name, _ in PARTS
-               if not leaks[function] and function not in OPTIONAL]
-    if missing or not plain:
-        sys.exit(f"bench_hunt_instructions: callgrind counted nothing for "
-                 f"{', '.join(missing) or 'plain pytest'}")
-    print(f"{tests} tests, counted by callgrind (probes {PROBES}; a "
-          f"report written); instructions a test")
-    for function, name, depth in PARTS:
-        print(f"  {'  ' * depth}{name:<{28 - 2 * depth}} "
-              f"{leaks[function] / tests:12,.0f}")
-    print(f"  {'plain pytest':<28} {plain / tests:12,.0f}")
-    hunt = leaks[PARTS[0][0]]
-    print(f"the hunt less plain pytest's protocol: "
-          f"{(hunt - plain) / tests:+,.0f} a test")
+    runs = []                   # (tests, leaks, plain) of each size
+    for size in (args.tests, 2 * args.tests):
+        with tempfile.TemporaryDirectory(prefix="leakcheck-hunt-") as d:
+            tests = generate(d, size, conftest=CONFTEST)
+            out = os.path.join(d, "callgrind.out")
+            leaks = counts(d, args.python, True, out)
+            plain = counts(d, args.python, False, out)[PLAIN]
+        # json's encoder may have nothing left to write, and a leakcheck
+        # older than the engine's writer has none.
+        missing = [name for function, name, _ in PARTS
+                   if not leaks[function] and function not in OPTIONAL]
+        if missing or not plain:
+            sys.exit(f"bench_hunt_instructions: callgrind counted nothing "
+                     f"for {', '.join(missing) or 'plain pytest'}")
+        runs.append((tests, dict(leaks, **{PLAIN + " plain": plain})))
+    (n1, small), (n2, large) = runs
+    more = n2 - n1
+    rows = [(function, name, depth) for function, name, depth in PARTS]
+    rows.append((PLAIN + " plain", "plain pytest's protocol", 0))
+    print(f"{n1} and {n2} tests, counted by callgrind (probes {PROBES}; a "
+          f"report written); instructions a test: the difference over the "
+          f"{more} tests more" + (", then what the session paid once, a "
+                                  f"test of the first {n1}" if args.once
+                                  else ""))
+    for function, name, depth in rows:
+        per_test = (large[function] - small[function]) / more
+        line = f"  {'  ' * depth}{name:<{28 - 2 * depth}} {per_test:12,.0f}"
+        if args.once:
+            line += f" {small[function] / n1 - per_test:+12,.0f}"
+        print(line)
+    hunt = PARTS[0][0]
+    added = ((large[hunt] - large[PLAIN + " plain"])
+             - (small[hunt] - small[PLAIN + " plain"])) / more
+    print(f"the hunt less plain pytest's protocol: {added:+,.0f} a test")
 
 
 if __name__ == "__main__":
