@@ -9,14 +9,16 @@ counted so too.  Unlike bench_parts.py's clocks, the counts barely move
 from one run to the next, however loaded the machine.
 
     python bench/bench_hunt_instructions.py [--tests 200] [--python PATH]
+                                            [--once] [--logging]
 
 Each count is taken twice, over `tests` and over twice as many tests: a
 test's figure is the difference divided by `tests`, what one more test
 costs, so that what a session pays once (its first test's snapshots of a
 heap not settled before, the settling's plan of every module, the first
 import of what the hunt uses) is left out.  Over 200 tests that once is
-a tenth to a third of some parts (`--once` prints it: each part's count
-over the first run, a test, less the difference's).
+from a twentieth of the setup's count to two thirds of the freezer's
+(`--once` prints it: each part's count over the first run, a test, less
+the difference's).
 
 Printed, in instructions a test (each part holds the parts under it):
 
@@ -41,7 +43,16 @@ Printed, in instructions a test (each part holds the parts under it):
                              for the report written at the end
         json's encoder       json's C encoder, likewise: what json_text()
                              leaves to it
-    plain pytest's protocol  runtestprotocol (its logging included)
+    plain pytest's protocol  its runner plugin's pytest_runtest_protocol,
+                             whole: item.location, logstart, the phases
+                             and their logging, logfinish (until
+                             2026-12-07 runtestprotocol alone, which
+                             leaves out the first three and the last,
+                             some 0.2 M instructions the hunt has)
+
+and with --logging what the logging of the reports after the hunt takes,
+against plain pytest's logging of the same reports (told from its phases
+run with their logging, less the phases the runner runs without it).
 
 The hunt less plain pytest's protocol is what --leaks adds inside a
 test's protocol; bench_instructions.py counts the whole process.  Needs
@@ -77,13 +88,21 @@ PARTS = [("filterfalse_next", "the hunt", 0),
          ("dropwhile_next", "the journal", 1),
          ("lc_py_json_text", "the engine's JSON writer", 2),
          ("encoder_call", "json's encoder", 2)]
-PLAIN = "groupby_next"          # plain pytest's runtestprotocol
+PLAIN = "groupby_next"          # plain pytest's pytest_runtest_protocol
+# The hunt less its logging (hunt.hunt()), and each phase's run and report
+# (pytest's call_and_report: with --leaks the runner's, which does not log
+# the report; plain, pytest's, which does): with --logging, what the
+# logging of the reports takes is told from them (main()).
+HUNT_ALONE = "zip_longest_next"
+PHASES = "cycle_next"
+LOGGING = "BENCH_HUNT_LOGGING"   # set by --logging for the pytest runs
 OPTIONAL = ("lc_py_json_text", "encoder_call")
 
 CONFTEST = '''\
 import functools
 import itertools
 import operator
+import os
 
 
 class _Call:
@@ -127,6 +146,10 @@ def _through(how, func):
             functools.reduce(lambda a, b: once(), [0, 0])
         elif how == "dropwhile":
             next(itertools.dropwhile(lambda _: not once(), [0]))
+        elif how == "zip_longest":
+            next(itertools.zip_longest(iter(once, False)))
+        elif how == "cycle":
+            next(itertools.cycle(iter(once, False)))
         return box[0]
     return call
 
@@ -138,12 +161,23 @@ def _route(owner, name, how):
 def pytest_configure(config):
     if not config.getoption("leaks", False):
         import _pytest.runner
-        _route(_pytest.runner, "runtestprotocol", "groupby")
+        # pytest's runner plugin's pytest_runtest_protocol, whole (its
+        # logstart and logfinish, item.location among them, as the hunt
+        # has them): pluggy calls the function its implementation holds.
+        for impl in config.pluginmanager.hook.pytest_runtest_protocol \
+                .get_hookimpls():
+            if getattr(impl.plugin, "__name__", None) == "_pytest.runner":
+                impl.function = _through("groupby", impl.function)
+        if os.environ.get("BENCH_HUNT_LOGGING"):
+            _route(_pytest.runner, "call_and_report", "cycle")
         return
     import leakcheck
     from leakcheck.report import journal
     from pytest_leakcheck import hunt, runner, session
     _route(hunt, "protocol", "filterfalse")
+    if os.environ.get("BENCH_HUNT_LOGGING"):
+        _route(hunt, "hunt", "zip_longest")
+        _route(runner, "call_and_report", "cycle")
     _route(hunt, "_start", "call")
     _route(hunt, "ItemRunner", "starmap")
     _route(runner, "report_standins", "takewhile")
@@ -186,13 +220,21 @@ def counts(directory, python, leaks, out):
     pytest_output("bench_hunt_instructions", directory, python, args,
                   prefix=("valgrind", "--tool=callgrind",
                           f"--callgrind-out-file={out}"))
-    return inclusive(out, [f for f, _, _ in PARTS] if leaks else [PLAIN])
+    logging = [HUNT_ALONE, PHASES] if os.environ.get(LOGGING) else []
+    return inclusive(out, [f for f, _, _ in PARTS] + logging
+                     if leaks else [PLAIN] + logging[1:])
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tests", type=int, default=200)
     p.add_argument("--python", default=sys.executable, metavar="PATH")
+    p.add_argument("--logging", action="store_true",
+                   help="also tell what the logging of the reports after "
+                        "the hunt takes from plain pytest's (the hunt "
+                        "proper and each phase routed through C functions "
+                        "of their own, which adds the routing's own "
+                        "instructions to the counts)")
     p.add_argument("--once", action="store_true",
                    help="also print what the session paid once, spread "
                         "over the first run's tests")
@@ -206,21 +248,28 @@ def main(argv=None):
     if check.returncode != 0:
         sys.exit("bench_hunt_instructions: needs CPython 3.11 or later "
                  "(operator.call)")
+    if args.logging:
+        os.environ[LOGGING] = "1"
     runs = []                   # (tests, leaks, plain) of each size
     for size in (args.tests, 2 * args.tests):
         with tempfile.TemporaryDirectory(prefix="leakcheck-hunt-") as d:
             tests = generate(d, size, conftest=CONFTEST)
             out = os.path.join(d, "callgrind.out")
             leaks = counts(d, args.python, True, out)
-            plain = counts(d, args.python, False, out)[PLAIN]
+            plain = counts(d, args.python, False, out)
         # json's encoder may have nothing left to write, and a leakcheck
         # older than the engine's writer has none.
         missing = [name for function, name, _ in PARTS
                    if not leaks[function] and function not in OPTIONAL]
-        if missing or not plain:
+        if args.logging:
+            missing += [name for name, function in (
+                ("the hunt alone", HUNT_ALONE), ("its phases", PHASES))
+                if not leaks[function]]
+        if missing or not all(plain.values()):
             sys.exit(f"bench_hunt_instructions: callgrind counted nothing "
-                     f"for {', '.join(missing) or 'plain pytest'}")
-        runs.append((tests, dict(leaks, **{PLAIN + " plain": plain})))
+                     f"for {', '.join(missing) or 'a part'}")
+        runs.append((tests, dict(leaks, **{f + " plain": n
+                                           for f, n in plain.items()})))
     (n1, small), (n2, large) = runs
     more = n2 - n1
     rows = [(function, name, depth) for function, name, depth in PARTS]
@@ -237,9 +286,23 @@ def main(argv=None):
             line += f" {small[function] / n1 - per_test:+12,.0f}"
         print(line)
     hunt = PARTS[0][0]
-    added = ((large[hunt] - large[PLAIN + " plain"])
-             - (small[hunt] - small[PLAIN + " plain"])) / more
+
+    def per_test(count):
+        return (count(large) - count(small)) / more
+    added = per_test(lambda c: c[hunt] - c[PLAIN + " plain"])
     print(f"the hunt less plain pytest's protocol: {added:+,.0f} a test")
+    if not args.logging:
+        return
+    # The logging after the hunt: pytest_runtest_protocol less the hunt
+    # proper.  pytest's own share: what plain pytest's phases with their
+    # logging take more than the runner's phases without it.
+    logging = per_test(lambda c: c[hunt] - c[HUNT_ALONE])
+    pytests = per_test(lambda c: c[PHASES + " plain"] - c[PHASES])
+    print(f"  of which the reports' logging after the hunt {logging:,.0f} "
+          f"a test, against {pytests:,.0f} for plain pytest's logging of "
+          f"its reports (its phases with their logging less the runner's "
+          f"phases): the plugin's hooks and the glue around them "
+          f"{logging - pytests:+,.0f}")
 
 
 if __name__ == "__main__":
