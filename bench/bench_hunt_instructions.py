@@ -279,16 +279,17 @@ def main(argv=None):
           f"{more} tests more" + (", then what the session paid once, a "
                                   f"test of the first {n1}" if args.once
                                   else ""))
+    def per_test(count):
+        """count(the counts of a run), a test: the difference over the
+        tests more."""
+        return (count(large) - count(small)) / more
     for function, name, depth in rows:
-        per_test = (large[function] - small[function]) / more
-        line = f"  {'  ' * depth}{name:<{28 - 2 * depth}} {per_test:12,.0f}"
+        figure = per_test(lambda c: c[function])
+        line = f"  {'  ' * depth}{name:<{28 - 2 * depth}} {figure:12,.0f}"
         if args.once:
-            line += f" {small[function] / n1 - per_test:+12,.0f}"
+            line += f" {small[function] / n1 - figure:+12,.0f}"
         print(line)
     hunt = PARTS[0][0]
-
-    def per_test(count):
-        return (count(large) - count(small)) / more
     added = per_test(lambda c: c[hunt] - c[PLAIN + " plain"])
     print(f"the hunt less plain pytest's protocol: {added:+,.0f} a test")
     if not args.logging:
