@@ -37,7 +37,11 @@ Printed, in instructions a test (each part holds the parts under it):
       the reported run       the runner's run of pytest's phases
       its verdict            the record, the teardown for the next item
       the journal            the report's journal lines (in the setup
-                             and the logging above)
+                             and the logging above): their encoding,
+                             their copy into the file and the report's
+                             notes of them (until 2026-12-07 the
+                             journal's write() alone, without those
+                             notes)
         the engine's JSON    _core.json_text(), called anywhere in the
         writer               process: the journal's lines, and a little
                              for the report written at the end
@@ -172,8 +176,8 @@ def pytest_configure(config):
             _route(_pytest.runner, "call_and_report", "cycle")
         return
     import leakcheck
-    from leakcheck.report import journal
     from pytest_leakcheck import hunt, runner, session
+    from pytest_leakcheck.report import Report
     _route(hunt, "protocol", "filterfalse")
     if os.environ.get("BENCH_HUNT_LOGGING"):
         _route(hunt, "hunt", "zip_longest")
@@ -187,7 +191,7 @@ def pytest_configure(config):
     _route(runner.ItemRunner, "run_reported", "groupby")
     _route(hunt, "_judge", "reduce")
     _route(hunt, "_finish", "reduce")
-    _route(journal.Journal, "write", "dropwhile")
+    _route(Report, "_event", "dropwhile")
 '''
 
 LINE = re.compile(r"^\s*([0-9,]+) .*?:([A-Za-z_0-9]+)(?: \[|$)")

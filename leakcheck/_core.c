@@ -1745,6 +1745,76 @@ series_deltas(SeriesObject *self, PyObject *args)
     return list;
 }
 
+/* results(names) -> (deltas, thresholds): what Series._finish reads of
+ * a finished series in one call, {name: [delta per run]} and {name:
+ * threshold} of its probes in probe order, `names` the tuple of every
+ * probe's name by index (PROBE_NAMES).  A probe the confirming runs read
+ * has a delta per run; the others one per run before the confirming
+ * ones, as deltas() gives them. */
+static PyObject *
+series_results(SeriesObject *self, PyObject *names)
+{
+    unsigned long probes, confirming;
+    int runs, before, probe;
+    PyObject *deltas, *thresholds;
+
+    if (!PyTuple_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "results: names must be a tuple");
+        return NULL;
+    }
+    probes = lc_series_probes(self->series);
+    confirming = lc_series_confirming(self->series);
+    runs = lc_series_runs(self->series);
+    before = runs - lc_series_confirm_runs(self->series);
+    if (before < 0) {
+        PyErr_SetString(PyExc_ValueError, "deltas: runs must be >= 0");
+        return NULL;
+    }
+    deltas = PyDict_New();
+    thresholds = PyDict_New();
+    if (deltas == NULL || thresholds == NULL)
+        goto error;
+    for (probe = 0; probe < PyTuple_GET_SIZE(names) &&
+         probe < (int)(sizeof probes * CHAR_BIT); probe++) {
+        PyObject *name = PyTuple_GET_ITEM(names, probe), *list, *v;
+        int n, run, r;
+
+        if (!(probes >> probe & 1))
+            continue;
+        n = confirming >> probe & 1 ? runs : before;
+        list = PyList_New(n);
+        if (list == NULL)
+            goto error;
+        for (run = 0; run < n; run++) {
+            int64_t d;
+
+            if (check(lc_series_delta(self->series, run, probe, &d)) < 0 ||
+                (v = PyLong_FromLongLong((long long)d)) == NULL) {
+                Py_DECREF(list);
+                goto error;
+            }
+            PyList_SET_ITEM(list, run, v);
+        }
+        r = PyDict_SetItem(deltas, name, list);
+        Py_DECREF(list);
+        if (r < 0)
+            goto error;
+        v = PyLong_FromLongLong(
+            (long long)lc_series_threshold(self->series, probe));
+        if (v == NULL)
+            goto error;
+        r = PyDict_SetItem(thresholds, name, v);
+        Py_DECREF(v);
+        if (r < 0)
+            goto error;
+    }
+    return Py_BuildValue("(NN)", deltas, thresholds);
+error:
+    Py_XDECREF(deltas);
+    Py_XDECREF(thresholds);
+    return NULL;
+}
+
 static PyObject *
 series_threshold(SeriesObject *self, PyObject *arg)
 {
@@ -1787,6 +1857,7 @@ static PyMethodDef series_methods[] = {
     {"delta", (PyCFunction)series_delta, METH_VARARGS, NULL},
     {"deltas", (PyCFunction)series_deltas, METH_VARARGS, NULL},
     {"threshold", (PyCFunction)series_threshold, METH_O, NULL},
+    {"results", (PyCFunction)series_results, METH_O, NULL},
     {"report", (PyCFunction)series_report, METH_NOARGS, NULL},
     {NULL},
 };

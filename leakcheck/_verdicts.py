@@ -18,7 +18,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Tuple,
 from . import _core, _settle, cpython
 from ._evidence import is_own
 from ._errors import LeakError
-from ._probes import (MAX_RUNS, ProbeInfo, ProbeNames, Tolerance,
+from ._probes import (MAX_RUNS, PROBE_NAMES, ProbeInfo, ProbeNames,
+                      Tolerance,
                       await_threads, check_count, index_of, names_of,
                       readable_mask, thread_count, tolerances)
 
@@ -547,22 +548,13 @@ class Series:
         core = self._core
         self.done = True
         self.probes = names_of(core.probes())
-        # The confirming runs read the probes they confirm only.
-        confirming = core.confirming()
-        runs = core.runs()
-        before = runs - core.confirm_runs()
-        # A loop, not comprehensions: this runs once a test in the plugin.
-        read, threshold = core.deltas, core.threshold
-        self.deltas = deltas = {}
-        self.thresholds = thresholds = {}
-        for name in self.probes:
-            index = index_of(name)
-            deltas[name] = read(index,
-                                runs if confirming >> index & 1 else before)
-            thresholds[name] = threshold(index)
+        # The deltas and thresholds of every probe in one call (this runs
+        # once a test in the plugin); the confirming runs read the probes
+        # they confirm only.
+        self.deltas, self.thresholds = core.results(PROBE_NAMES)
         self.leaking = names_of(core.leaking())
         self.leaked = bool(self.leaking)
-        self.runs = runs
+        self.runs = core.runs()
         self.main_runs = core.main_runs()
         self.warmup_measured = measured = core.warmup_measured()
         if not measured:

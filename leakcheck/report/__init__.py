@@ -23,7 +23,7 @@ from .dump import DumpError, load_dump
 from .files import (Entries, RawJSON, UnusableInput, printable,
                     write_json as write_report)
 from .journal import (MSG_CRASHED, MSG_UNFINISHED, InUse, Journal,
-                      journal_path, recover)
+                      event_line, journal_path, record_line, recover)
 from .load import load_baseline, load_report
 from .schema import (BASELINE_SCHEMA, COST_CATEGORIES, JOURNAL_SCHEMA,
                      RECORD_FIELDS, SESSION_COSTS,
@@ -38,8 +38,8 @@ __all__ = [
     "RawJSON", "Summary",
     "MSG_CRASHED", "MSG_UNFINISHED", "UnusableInput", "crashed_record",
     "crashed_records", "sorted_document",
-    "diagnosis_sites", "document", "growth_text", "is_known",
+    "diagnosis_sites", "document", "event_line", "growth_text", "is_known",
     "journal_path", "judged",
     "load_baseline", "load_dump", "load_report", "printable", "record",
-    "recover", "summary_of", "write_report",
+    "record_line", "recover", "summary_of", "write_report",
 ]

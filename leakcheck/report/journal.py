@@ -105,13 +105,23 @@ _RECORD_HEAD = '{"record": '
 _RECORD_TAIL = "}\n"
 
 
+def record_line(record):
+    """The journal line of the event {"record": `record`}, as text (ASCII
+    only): Journal.append() takes it encoded, alone or after other lines;
+    read_record() finds the record's text in it."""
+    return _RECORD_HEAD + encode_entry(record) + _RECORD_TAIL
+
+
+def event_line(event):
+    """The journal line of `event` (any event), as text (ASCII only)."""
+    if len(event) == 1 and "record" in event:
+        return record_line(event["record"])
+    return _encode(event) + "\n"
+
+
 def _line(event):
     """The journal line of `event`, as ASCII bytes."""
-    if len(event) == 1 and "record" in event:
-        text = _RECORD_HEAD + encode_entry(event["record"]) + _RECORD_TAIL
-    else:
-        text = _encode(event) + "\n"
-    return text.encode("ascii")
+    return event_line(event).encode("ascii")
 
 
 def _header_of(path):
@@ -177,7 +187,18 @@ class Journal:
         whole or, at worst, the last line torn.  Returns where each line
         is in the file, [(offset, length)], for read_record()."""
         lines = [_line(event) for event in events]
-        data = b"".join(lines)
+        at = self.append(b"".join(lines))
+        where = []
+        for line in lines:
+            where.append((at, len(line)))
+            at += len(line)
+        return where
+
+    def append(self, data):
+        """Appends `data`, whole lines as ASCII bytes (record_line(),
+        event_line()), at once, as write() does; returns the offset of its
+        first byte in the file."""
+        at = self.size
         if not self.mapped or not self._copy(data):
             try:
                 _write_all(self.fd, data)
@@ -185,11 +206,8 @@ class Journal:
                 # Part of it may be written: the size is the file's.
                 self.size = os.fstat(self.fd).st_size
                 raise
-        where = []
-        for line in lines:
-            where.append((self.size, len(line)))
-            self.size += len(line)
-        return where
+        self.size = at + len(data)
+        return at
 
     def read_record(self, where):
         """The JSON text of the record whose line is at `where` (what

@@ -652,21 +652,25 @@ def _record(item, state, settings, verdict, outcome, series=None,
     """The test's record (leakcheck.report.record): from the settings
     before a series ran, from the series after."""
     path, lineno, _ = item.location
-    fields = dict(known=known, judged=judged, reason=reason,
-                  file=path.replace(os.sep, "/"),
-                  line=None if lineno is None else lineno + 1,
-                  warmup=settings.warmup, repeat=settings.repeat,
-                  probes=settings.probes, worker=state.worker_id)
-    if series is not None:
-        fields.update(runs=series.runs, probes=series.probes,
-                      warmup_measured=series.warmup_measured,
-                      warmup_growth=series.warmup_growth,
-                      leaking=series.leaking, deltas=series.deltas,
-                      thresholds=series.thresholds, unread=series.unread,
-                      threads=series.threads)
     if diagnosis is not None:
         try:
-            fields["diagnosis"] = diagnosis.to_dict()
+            diagnosis = diagnosis.to_dict()
         except Exception:
-            fields["diagnosis"] = {"text": str(diagnosis)}
-    return lcreport.record(item.nodeid, verdict, outcome, **fields)
+            diagnosis = {"text": str(diagnosis)}
+    file = path.replace(os.sep, "/")
+    line = None if lineno is None else lineno + 1
+    if series is None:
+        return lcreport.record(
+            item.nodeid, verdict, outcome, known=known, judged=judged,
+            reason=reason, file=file, line=line, warmup=settings.warmup,
+            repeat=settings.repeat, probes=settings.probes,
+            worker=state.worker_id, diagnosis=diagnosis)
+    return lcreport.record(
+        item.nodeid, verdict, outcome, known=known, judged=judged,
+        reason=reason, file=file, line=line, warmup=settings.warmup,
+        repeat=settings.repeat, worker=state.worker_id, diagnosis=diagnosis,
+        runs=series.runs, probes=series.probes,
+        warmup_measured=series.warmup_measured,
+        warmup_growth=series.warmup_growth, leaking=series.leaking,
+        deltas=series.deltas, thresholds=series.thresholds,
+        unread=series.unread, threads=series.threads)

@@ -102,11 +102,16 @@ class Report:
         self.journal = lcreport.Journal(jpath, self.meta)
         return said
 
-    def _event(self, *events):
-        if self.journal is None or self.written:
+    def _event(self, event=None, record=None):
+        """Journals, in one write: the pending record (add()'s with_finish)
+        when there is one, then `record`, then `event` (a dict)."""
+        journal = self.journal
+        if journal is None or self.written:
             return
-        if self.pending is not None:
-            events = (self.pending, *events)
+        pending = self.pending
+        if pending is None and record is None and event is None:
+            return
+        if pending is not None:
             self.pending = None
         # Timed on the monotonic clock, not the CPU clock: the CPU clock is
         # a system call (about 0.6 us, twice for each of a test's two
@@ -115,17 +120,28 @@ class Report:
         # the disk for, on its behalf either way.
         began = time.perf_counter()
         try:
-            where = self.journal.write(*events)
+            if pending is None and record is None:
+                journal.append(lcreport.event_line(event).encode("ascii"))
+            else:
+                self._journal_records(
+                    [r for r in (pending, record) if r is not None], event)
         except OSError as e:
             self.write_error = f"{e.strerror or e}"
-        else:
-            for event, at in zip(events, where):
-                record = event.get("record")
-                if record is not None and \
-                        self.kept.get(record["id"]) is record:
-                    del self.kept[record["id"]]
-                    self.where[record["id"]] = at
         self.cpu += time.perf_counter() - began
+
+    def _journal_records(self, records, event):
+        """Appends the lines of `records`, then of `event` (or none), and
+        notes where each record's line is."""
+        lines = [lcreport.record_line(record) for record in records]
+        if event is not None:
+            lines.append(lcreport.event_line(event))
+        at = self.journal.append("".join(lines).encode("ascii"))
+        for record, line in zip(records, lines):
+            test_id = record["id"]
+            if self.kept.get(test_id) is record:
+                del self.kept[test_id]
+                self.where[test_id] = (at, len(line))
+            at += len(line)
 
     def start(self, test_id, location=None):
         path, lineno = (location or (None, None))[:2]
@@ -139,14 +155,15 @@ class Report:
         """Journals `record`; with `with_finish` (its test's phases are all
         over: only its end is left to log), in one write with that end, or
         with whatever event comes first."""
-        if record["id"] in self.kept or record["id"] in self.where:
-            self.summary.remove(self._record(record["id"]))
-        self.kept[record["id"]] = record        # until journaled
+        test_id = record["id"]
+        if test_id in self.kept or test_id in self.where:
+            self.summary.remove(self._record(test_id))
+        self.kept[test_id] = record        # until journaled
         self.summary.add(record)
         if with_finish and self.pending is None:
-            self.pending = {"record": record}
+            self.pending = record
         else:
-            self._event({"record": record})
+            self._event(record=record)
 
     def finish(self, test_id):
         if self.running.pop(test_id, None) is not None:

@@ -252,43 +252,50 @@ class State:
 
     def add(self, rec):
         test_id = rec["id"]
-        self.tests[test_id] = (rec["verdict"], bool(rec.get("known")),
-                               rec.get("test_runs") or 0,
+        verdict = rec["verdict"]
+        runs = rec.get("test_runs") or 0
+        self.tests[test_id] = (verdict, bool(rec.get("known")), runs,
                                rec.get("hunt_seconds") or 0)
-        self.problems.pop(test_id, None)
+        # problems, growth and unread are empty while every test is clean:
+        # looked into only when they hold something.
+        if self.problems:
+            self.problems.pop(test_id, None)
         growth = rec.get("warmup_growth")
-        if growth and isinstance(growth, dict) and \
-                (rec.get("test_runs") or 0) > 1:
+        if growth and isinstance(growth, dict) and runs > 1:
             self.growth[test_id] = growth
         elif self.growth:
             self.growth.pop(test_id, None)
-        if rec["verdict"] == "leak" or not lcreport.judged(rec):
+        if verdict == "leak" or (rec.get("judged") is not True
+                                 and not lcreport.judged(rec)):
             self.problems[test_id] = {key: rec.get(key)
                                       for key in PROBLEM_FIELDS}
-        self.unread.pop(test_id, None)
+        if self.unread:
+            self.unread.pop(test_id, None)
         unread = rec.get("unread")
         if unread:
-            if self.readable is None:
-                self.readable = frozenset(p.name for p in leakcheck.probes()
-                                          if p.available)
-            said = {probe: why for probe, why in unread.items()
-                    if probe in self.readable}
-            if said:
-                self.unread[test_id] = said
+            readable = self.readable
+            if readable is None:
+                readable = self.readable = frozenset(
+                    p.name for p in leakcheck.probes() if p.available)
+            if not readable.isdisjoint(unread):
+                self.unread[test_id] = {probe: why
+                                        for probe, why in unread.items()
+                                        if probe in readable}
         costs = rec.get("hunt_costs")
         if isinstance(costs, dict):
             total = 0.0
-            for key in self.costs:
+            sums = self.costs
+            for key in sums:
                 value = costs.get(key) or 0.0
-                self.costs[key] += value
+                sums[key] += value
                 total += value
-            entry = (total, rec["id"])
+            entry = (total, test_id)
             if len(self.costliest) < COSTLIEST_KEPT:
                 heapq.heappush(self.costliest, entry)
             elif entry > self.costliest[0]:
                 heapq.heapreplace(self.costliest, entry)
         if self.report is not None:
-            self.report.add(rec, with_finish=rec["id"] == self.logging)
+            self.report.add(rec, with_finish=test_id == self.logging)
 
     def mark_partial(self, reason):
         if self.report is not None:

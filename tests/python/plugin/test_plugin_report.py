@@ -411,7 +411,7 @@ def test_the_report_keeps_where_records_are_not_the_records(tmp_path,
     def refused(*events):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(rep.journal, "write", refused)
+    monkeypatch.setattr(rep.journal, "append", refused)
     recs["t.py::test_3"] = lcreport.record("t.py::test_3", "skipped",
                                            "skipped")
     rep.start("t.py::test_4", ("t.py", 4))      # never finishes
