@@ -8,6 +8,16 @@ in one run per configuration, however loaded the machine.
     python bench/bench_instructions.py [--tests 200] [--python PATH]
                                        [--against PATH] [--cache-sim]
                                        [--leaks-args "ARGS"]
+    python bench/bench_instructions.py --unused [--tests 200]
+                                       [--python PATH] [--against PATH]
+
+--unused counts what the plugin costs a session that does not use it
+(pytest without --leaks, no test marked: what every pytest session pays
+where leakcheck is installed): plain pytest with the plugin and without
+it, each over `tests` and over twice as many tests, so that a test's
+figure (the difference over the tests more) is told from what the
+session pays once (the plugin's import, its configuration); --against
+counts the plugin's runs again with another interpreter.
 
 --leaks-args adds pytest options to every --leaks run: what a part
 costs, by leaving it out or adding it (--leaks-args=--leaks-probes=threads:
@@ -96,15 +106,26 @@ def main(argv=None):
     p.add_argument("--cache-sim", action="store_true",
                    help="also count the misses of callgrind's simulated "
                         "caches")
+    p.add_argument("--unused", action="store_true",
+                   help="what the plugin costs a session that does not "
+                        "use it")
     args = p.parse_args(argv)
     os.environ["PYTHONHASHSEED"] = "0"       # see the module's text
     if shutil.which("valgrind") is None:
         sys.exit("bench_instructions: valgrind is not installed "
                  "(scripts/setup installs it)")
+    if args.unused:
+        unused(args)
+        return
     leaks = ["--leaks", f"--leaks-probes={PROBES}",
              *shlex.split(args.leaks_args)]
     with tempfile.TemporaryDirectory(prefix="leakcheck-instr-") as d:
         tests = generate(d, args.tests)
+        # Once uncounted: where pytest may write bytecode, its first run
+        # writes the test modules' rewritten bytecode, which every later
+        # run reads (counted, plain's run read 2.9M instructions a test
+        # more than --leaks's).
+        pytest_output("bench_instructions", d, args.python, [])
         runs = {"plain": counts(d, args.python, [], args.cache_sim),
                 "--leaks": counts(d, args.python, leaks, args.cache_sim)}
         if args.against:
@@ -122,6 +143,52 @@ def main(argv=None):
                          if event == "instructions" else
                          f"  {per_test:+,.0f} per test")
             print(f"{name:>9} {count:>15,}{extra}")
+    if args.against:
+        print(f"against: {args.against}")
+
+
+def unused(args):
+    """--unused: the plugin's cost in a session that does not use it, a
+    test's and the session's once (see the module's text)."""
+    configs = {"without the plugin": (args.python, False),
+               "with the plugin": (args.python, True)}
+    if args.against:
+        configs["against"] = (args.against, True)
+    found = {}
+    for size in (args.tests, 2 * args.tests):
+        with tempfile.TemporaryDirectory(prefix="leakcheck-instr-") as d:
+            generate(d, size)
+            # Once uncounted: pytest writes the test modules' rewritten
+            # bytecode in the first run (where it may write), which every
+            # later run reads.
+            pytest_output("bench_instructions", d, args.python, [])
+            for name, (python, plugin) in configs.items():
+                out = pytest_output(
+                    "bench_instructions", d, python, [],
+                    prefix=("valgrind", "--tool=callgrind",
+                            "--callgrind-out-file=/dev/null"),
+                    plugin=plugin)
+                total = TOTAL.findall(out)
+                if not total:
+                    sys.exit("bench_instructions: callgrind printed no "
+                             "count")
+                found[name, size] = int(total[-1].split()[0])
+    print(f"plain pytest, {args.tests} and {2 * args.tests} tests, counted "
+          f"by callgrind: instructions a test (the difference over the "
+          f"{args.tests} tests more) and the session's once (the rest)")
+    bare = found["without the plugin", args.tests]
+    bare_test = (found["without the plugin", 2 * args.tests] - bare) \
+        / args.tests
+    for name in configs:
+        small, large = found[name, args.tests], found[name, 2 * args.tests]
+        per_test = (large - small) / args.tests
+        once = small - per_test * args.tests
+        extra = ("" if name == "without the plugin" else
+                 f"  (+{per_test - bare_test:,.0f} a test, "
+                 f"+{(once - (bare - bare_test * args.tests)) / 1e6:.1f}M "
+                 f"once)")
+        print(f"  {name:>20} {per_test:>12,.0f} a test {once / 1e6:>9.1f}M "
+              f"once{extra}")
     if args.against:
         print(f"against: {args.against}")
 

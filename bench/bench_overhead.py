@@ -135,13 +135,13 @@ def _bench_heap():
 PLUGIN = "pytest_leakcheck.plugin"
 
 
-def pytest_output(bench, directory, python, args, prefix=()):
+def pytest_output(bench, directory, python, args, prefix=(), plugin=True):
     """The output of one pytest run of `directory` with leakcheck's plugin
-    alone (under `prefix`, a command such as valgrind's); exits naming
-    `bench` when the run fails."""
+    alone (none without `plugin`), under `prefix` (a command such as
+    valgrind's); exits naming `bench` when the run fails."""
     cmd = [*prefix, python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-p", "no:randomly", "-p", PLUGIN, *NOT_MEASURED, *args,
-           directory]
+           "-p", "no:randomly", *(["-p", PLUGIN] if plugin else []),
+           *NOT_MEASURED, *args, directory]
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     proc = subprocess.run(cmd, cwd=directory, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

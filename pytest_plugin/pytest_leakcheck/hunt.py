@@ -119,6 +119,7 @@ def protocol(item, nextitem):
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
         state.freezer.end()
+        state.need_phase_hooks()
         item.stash[OPTED_OUT] = opted_out
         outside.end(began)
         return None
@@ -214,6 +215,7 @@ def hunt(item, nextitem, state, now=None, markers=None):
         # reported run tore down for the next item, as a failed run does.
         h.runs.close()
         h.progress.clear()
+        state.need_phase_hooks()
         item.stash[OPTED_OUT] = MSG_FLAKY_FIRST.format(outcome=outcome)
         return None
     call = next((r for r in reports if r.when == "call"), reports[0])
@@ -242,6 +244,7 @@ def _start(item, nextitem, state, costs, markers=None, froze=False):
             thorough=settings.thorough)
     except (BadValue, ValueError, OverflowError) as e:
         # The test errors in its setup, run by pytest's own protocol.
+        state.need_phase_hooks()
         item.stash[BAD_SETTINGS] = str(e)
         return None
     costs.lap()                         # the settings and the series
@@ -250,6 +253,8 @@ def _start(item, nextitem, state, costs, markers=None, froze=False):
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     costs.pytests_own(journaled)
     runs = perrun.Runs(item)
+    if perrun.RUNS in item.stash:
+        state.need_phase_hooks()        # each run's limit: arm, disarm
     if froze:
         runs.refresh()
     progress = progressmod.Progress(item.config, item.name, state.worker_id)

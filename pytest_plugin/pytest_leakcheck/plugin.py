@@ -132,6 +132,7 @@ def _configure(config):
         sessionmod.open_report(state, config)
     config.pluginmanager.register(sessionmod.SessionHooks(state),
                                   sessionmod.HOOKS_NAME)
+    state.phase_hooks = PhaseHooks()
 
 
 def _configured(config):
@@ -201,18 +202,6 @@ def pytest_runtest_protocol(item, nextitem):
     return hunt.protocol(item, nextitem)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    # The clock only when there is a record to make: reading it costs more
-    # than looking (so in every hook below).
-    if hunt.BAD_SETTINGS in item.stash or hunt.OPTED_OUT in item.stash:
-        began = perrun.OUTSIDE.begin()
-        hunt.on_report(item, report)
-        perrun.OUTSIDE.end(began)
-    return report
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_fixture_setup(fixturedef, request):
     if getattr(fixturedef, "scope", "function") != "function" and \
@@ -229,26 +218,46 @@ def pytest_timeout_set_timer(item, settings):
     perrun.remember_timeout(item, settings)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    if perrun.RUNS in item.stash:
-        began = perrun.OUTSIDE.begin()
-        perrun.arm(item)
-        perrun.OUTSIDE.end(began)
-    message = item.stash.get(hunt.BAD_SETTINGS, None)
-    if message is not None:
-        pytest.fail(message, pytrace=False)
+class PhaseHooks:
+    """The hooks of a test's phases, which only a test that pytest runs
+    itself with a record to make (hunt.BAD_SETTINGS, hunt.OPTED_OUT) or
+    a hunted test with a time limit per run (perrun.RUNS) needs:
+    registered as session.PHASE_HOOKS_NAME by State.need_phase_hooks() when
+    the
+    first such test comes, and not before, so that the other tests' phases
+    do not call them (pluggy's call of a wrapper costs some microseconds,
+    three phases a run, in every pytest session the plugin loads in)."""
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        # The clock only when there is a record to make: reading it costs
+        # more than looking (so in every hook below).
+        if hunt.BAD_SETTINGS in item.stash or hunt.OPTED_OUT in item.stash:
+            began = perrun.OUTSIDE.begin()
+            hunt.on_report(item, report)
+            perrun.OUTSIDE.end(began)
+        return report
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    try:
-        return (yield)
-    finally:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
         if perrun.RUNS in item.stash:
             began = perrun.OUTSIDE.begin()
-            perrun.disarm(item)
+            perrun.arm(item)
             perrun.OUTSIDE.end(began)
+        message = item.stash.get(hunt.BAD_SETTINGS, None)
+        if message is not None:
+            pytest.fail(message, pytrace=False)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        try:
+            return (yield)
+        finally:
+            if perrun.RUNS in item.stash:
+                began = perrun.OUTSIDE.begin()
+                perrun.disarm(item)
+                perrun.OUTSIDE.end(began)
 
 
 # ---- results, summary and the report ---------------------------------------

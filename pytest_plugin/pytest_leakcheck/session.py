@@ -244,6 +244,10 @@ class State:
         self.interrupted = False          # pytest_keyboard_interrupt said why
         # The test whose hunt logs its reports, every phase over.
         self.logging = None
+        # The hooks of a test's phases (plugin.PhaseHooks), registered
+        # when the first test needs them (need_phase_hooks()).
+        self.phase_hooks = None
+        self.phase_hooks_registered = False
 
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this
@@ -296,6 +300,14 @@ class State:
                 heapq.heapreplace(self.costliest, entry)
         if self.report is not None:
             self.report.add(rec, with_finish=test_id == self.logging)
+
+    def need_phase_hooks(self):
+        """A test needs the hooks of its phases (plugin.PhaseHooks): they
+        are registered, once, before it runs (and stay)."""
+        if not self.phase_hooks_registered and self.phase_hooks is not None:
+            self.config.pluginmanager.register(self.phase_hooks,
+                                               PHASE_HOOKS_NAME)
+            self.phase_hooks_registered = True
 
     def mark_partial(self, reason):
         if self.report is not None:
@@ -354,9 +366,10 @@ def close(state):
     the session did not finish."""
     state.freezer.end()
     parking.close(state.config)
-    hooks = state.config.pluginmanager.get_plugin(HOOKS_NAME)
-    if hooks is not None:
-        state.config.pluginmanager.unregister(hooks)
+    for name in (HOOKS_NAME, PHASE_HOOKS_NAME):
+        hooks = state.config.pluginmanager.get_plugin(name)
+        if hooks is not None:
+            state.config.pluginmanager.unregister(hooks)
     if state.report is not None:
         atexit.unregister(_write_at_exit)
         _release_sigterm(state)
@@ -455,6 +468,7 @@ def _write_at_exit(state):
 # ---- hooks with no config argument, and pytest-xdist's ---------------------
 
 HOOKS_NAME = "leakcheck-session"     # the SessionHooks' plugin name
+PHASE_HOOKS_NAME = "leakcheck-phases"     # plugin.PhaseHooks' (State)
 
 
 class SessionHooks:
