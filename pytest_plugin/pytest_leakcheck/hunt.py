@@ -114,6 +114,7 @@ def protocol(item, nextitem):
             outside.end(began)
         return None
     began = outside.begin()
+    state.need_session_hooks()      # records to log from now on
     markers = settingsmod.closest_markers(item)
     opted_out = settingsmod.opt_out_reason(item, markers)
     if opted_out is not None:

@@ -22,7 +22,10 @@ This module registers the plugin (options, markers, configuration, the
 report header) and holds the hooks pytest looks up by name, which hand
 the work to the module of each job: hunt (one test's hunt), session
 (state, freezer, report writing, pytest-xdist), terminal (what is
-written), fixture (the `leakcheck` fixture), perrun (time limits).
+written), fixture (the `leakcheck` fixture), perrun (time limits).  The
+hooks that only some tests need are registered once one does (the
+phases' PhaseHooks here, session.SessionHooks for the records): a
+session that hunts nothing calls none of them.
 Every use of pytest's internals is in pytest_private.
 """
 
@@ -130,9 +133,19 @@ def _configure(config):
                 where=session_settings.sources.get("repeat"))), stacklevel=2)
     if session_settings.report_path and state.worker_id is None:
         sessionmod.open_report(state, config)
-    config.pluginmanager.register(sessionmod.SessionHooks(state),
-                                  sessionmod.HOOKS_NAME)
     state.phase_hooks = PhaseHooks()
+    if session_settings.hunt_all or session_settings.report_path or \
+            _hands_out_tests(config):
+        state.need_session_hooks()
+
+
+def _hands_out_tests(config):
+    """Whether this process is a pytest-xdist controller, whose workers
+    run the tests and send their reports (and records) back."""
+    return getattr(config, "workerinput", None) is None and \
+        getattr(config.option, "dist", "no") not in ("no", None) and \
+        bool(getattr(config.option, "numprocesses", None) or
+             getattr(config.option, "tx", None))
 
 
 def _configured(config):
@@ -261,17 +274,6 @@ class PhaseHooks:
 
 
 # ---- results, summary and the report ---------------------------------------
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_report_teststatus(report, config):
-    """LEAKED for a leak; at -v the verbose word says how many runs a
-    hunted test took, at -vv also the time they added."""
-    if not isinstance(getattr(report, "leakcheck", None), dict):
-        return None
-    # Not timed (perrun.OUTSIDE): a few lookups in the record, which cost
-    # less than the two readings of the clock around them would.
-    return terminal.teststatus(report, config)
-
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_from_serializable(config, data):

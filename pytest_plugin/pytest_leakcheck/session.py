@@ -248,6 +248,7 @@ class State:
         # when the first test needs them (need_phase_hooks()).
         self.phase_hooks = None
         self.phase_hooks_registered = False
+        self.session_hooks_registered = False
 
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this
@@ -300,6 +301,18 @@ class State:
                 heapq.heapreplace(self.costliest, entry)
         if self.report is not None:
             self.report.add(rec, with_finish=test_id == self.logging)
+
+    def need_session_hooks(self):
+        """A test is hunted, or has a record to make: the hooks that log
+        records (SessionHooks) are registered, once (and stay).  A session
+        that writes a report, or hands its tests to pytest-xdist's workers,
+        has them from its configuration on; one that hunts only marked
+        tests from its first such test, so that a session that marks none
+        (every pytest session where leakcheck is installed) calls none of
+        them."""
+        if not self.session_hooks_registered:
+            self.config.pluginmanager.register(SessionHooks(self), HOOKS_NAME)
+            self.session_hooks_registered = True
 
     def need_phase_hooks(self):
         """A test needs the hooks of its phases (plugin.PhaseHooks): they
@@ -478,6 +491,16 @@ class SessionHooks:
 
     def __init__(self, state):
         self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        """LEAKED for a leak; at -v the verbose word says how many runs a
+        hunted test took, at -vv also the time they added."""
+        if not isinstance(getattr(report, "leakcheck", None), dict):
+            return None
+        # Not timed (perrun.OUTSIDE): a few lookups in the record, which
+        # cost less than the two readings of the clock around them would.
+        return terminal.teststatus(report, config)
 
     def pytest_runtest_logstart(self, nodeid, location):
         if self.state.report is not None:
