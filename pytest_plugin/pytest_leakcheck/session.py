@@ -486,8 +486,8 @@ PHASE_HOOKS_NAME = "leakcheck-phases"     # plugin.PhaseHooks' (State)
 
 class SessionHooks:
     """Hooks that need the session's State but whose hookspecs carry no
-    config; one instance per config, registered by pytest_configure as
-    HOOKS_NAME."""
+    config, and the terminal's status word of a record; one instance per
+    config, registered as HOOKS_NAME by State.need_session_hooks()."""
 
     def __init__(self, state):
         self.state = state
