@@ -76,14 +76,15 @@ SIMULATED = (("instructions", (0,)), ("I1 misses", (3,)),
              ("D1 misses", (4, 5)), ("LL misses", (6, 7, 8)))
 
 
-def counts(directory, python, args, cache_sim=False):
+def counts(directory, python, args, cache_sim=False, plugin=True):
     """What callgrind counted in one pytest run: {event: count}, the
-    instructions alone unless `cache_sim`."""
+    instructions alone unless `cache_sim`; without `plugin`, a run
+    without leakcheck's plugin."""
     found = TOTAL.findall(pytest_output(
         "bench_instructions", directory, python, args,
         prefix=("valgrind", "--tool=callgrind",
                 f"--cache-sim={'yes' if cache_sim else 'no'}",
-                "--callgrind-out-file=/dev/null")))
+                "--callgrind-out-file=/dev/null"), plugin=plugin))
     if not found:
         sys.exit("bench_instructions: callgrind printed no count")
     events = [int(n) for n in found[-1].split()]
@@ -163,16 +164,8 @@ def unused(args):
             # later run reads.
             pytest_output("bench_instructions", d, args.python, [])
             for name, (python, plugin) in configs.items():
-                out = pytest_output(
-                    "bench_instructions", d, python, [],
-                    prefix=("valgrind", "--tool=callgrind",
-                            "--callgrind-out-file=/dev/null"),
-                    plugin=plugin)
-                total = TOTAL.findall(out)
-                if not total:
-                    sys.exit("bench_instructions: callgrind printed no "
-                             "count")
-                found[name, size] = int(total[-1].split()[0])
+                found[name, size] = counts(d, python, [],
+                                           plugin=plugin)["instructions"]
     print(f"plain pytest, {args.tests} and {2 * args.tests} tests, counted "
           f"by callgrind: instructions a test (the difference over the "
           f"{args.tests} tests more) and the session's once (the rest)")
@@ -184,8 +177,8 @@ def unused(args):
         per_test = (large - small) / args.tests
         once = small - per_test * args.tests
         extra = ("" if name == "without the plugin" else
-                 f"  (+{per_test - bare_test:,.0f} a test, "
-                 f"+{(once - (bare - bare_test * args.tests)) / 1e6:.1f}M "
+                 f"  ({per_test - bare_test:+,.0f} a test, "
+                 f"{(once - (bare - bare_test * args.tests)) / 1e6:+.1f}M "
                  f"once)")
         print(f"  {name:>20} {per_test:>12,.0f} a test {once / 1e6:>9.1f}M "
               f"once{extra}")
