@@ -483,3 +483,65 @@ def test_tmp_path_names_ending_in_digits_are_reused(pytester):
     result = pytester.runpytest_subprocess("--leaks")
     result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["*12 tests checked: 0 leak, 12 clean*"])
+
+
+# A conftest that writes, at the session's end, which of the plugin's
+# hooks that only some tests need were registered.
+HOOKS_SEEN = '''
+import json
+
+
+def pytest_sessionfinish(session):
+    manager = session.config.pluginmanager
+    with open("hooks.json", "w") as f:
+        json.dump({name: manager.get_plugin(name) is not None
+                   for name in ("leakcheck-session", "leakcheck-phases")},
+                  f)
+'''
+
+MARKED = '''
+import pytest
+
+
+def test_plain():
+    pass
+
+
+@pytest.mark.noleak
+def test_marked():
+    pass
+'''
+
+OPTED_OUT = '''
+import pytest
+
+
+@pytest.mark.noleak
+@pytest.mark.leaky(reason="on purpose")
+def test_opted_out():
+    pass
+'''
+
+
+@pytest.mark.parametrize("source, args, session, phases", [
+    pytest.param(None, (), False, False, id="nothing-hunted"),
+    pytest.param(MARKED, (), True, False, id="a-marked-test"),
+    pytest.param(OPTED_OUT, (), True, True, id="an-opted-out-test"),
+    pytest.param(None, ("--leaks",), True, False, id="every-test"),
+    pytest.param(None, ("--no-leaks", "--leaks-report=r.json"), True,
+                 False, id="a-report"),
+])
+def test_hooks_only_some_tests_need_are_registered_when_one_does(
+        pytester, clean_source, source, args, session, phases):
+    """A session that hunts nothing calls none of the hooks that log
+    records (SessionHooks) or that a test's phases need (PhaseHooks):
+    every pytest session where leakcheck is installed would pay them.
+    They are there once a test needs them, and from the start where the
+    session hunts every test or writes a report."""
+    pytester.makeconftest(HOOKS_SEEN)
+    pytester.makepyfile(source or clean_source)
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 0, result.stdout.str()
+    with open(pytester.path / "hooks.json") as f:
+        assert json.load(f) == {"leakcheck-session": session,
+                                "leakcheck-phases": phases}
