@@ -28,7 +28,7 @@ from . import report as reportmod
 from . import settings as settingsmod
 from . import terminal
 from .runner import ItemRunner, outcome_of
-from .session import STATE
+from .session import STATE, drop_record
 from .settings import BadValue
 
 MSG_RERUN_FAILED = ("leakcheck: the test passed, then {outcome} when run "
@@ -120,8 +120,7 @@ def protocol(item, nextitem):
     if opted_out is not None:
         # pytest runs it; the record rides on its call report.
         state.freezer.end()
-        state.need_phase_hooks()
-        item.stash[OPTED_OUT] = opted_out
+        _leave_to_pytest(item, state, OPTED_OUT, opted_out)
         outside.end(began)
         return None
     now = outside.end(began)
@@ -135,15 +134,36 @@ def protocol(item, nextitem):
         state.freezer.end()
         outside.end(began)
         return None
-    reports, ihook = hunted
+    reports, call, ihook = hunted
+    rec = call.leakcheck
+    if rec["verdict"] == "leak":
+        state.need_record_hooks()       # LEAKED, here and in the summary
+    # Its record is the state's before its reports are logged (the journal
+    # writes it with the test's finish), and off the report once they are
+    # (session.drop_record()).
     state.logging = item.nodeid
+    began = outside.begin()
+    state.add(rec)
+    outside.end(began)
     try:
         for rep in reports:
             ihook.pytest_runtest_logreport(report=rep)
     finally:
         state.logging = None
+        if not call.failed:
+            drop_record(call)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+def _leave_to_pytest(item, state, key, why):
+    """pytest's own protocol runs `item`, which errors in its setup
+    (BAD_SETTINGS) or runs unhunted (OPTED_OUT): on_report() puts its
+    record on the report pytest logs (the hooks that make and log it
+    registered first)."""
+    state.need_phase_hooks()
+    state.need_record_hooks()
+    item.stash[key] = why
 
 
 def on_report(item, report):
@@ -187,9 +207,9 @@ class _Hunt:
 
 
 def hunt(item, nextitem, state, now=None, markers=None):
-    """Runs the reported run and the series; returns the reports to log
-    (the one that carries the verdict holding it as `.leakcheck`) and the
-    item's ihook to log them with (read once for the hunt), or None
+    """Runs the reported run and the series; returns the reports to log,
+    the one of them that carries the verdict (holding it as `.leakcheck`)
+    and the item's ihook to log them with (read once for the hunt), or None
     when pytest runs the test instead (bad settings: it errors in its
     setup; a failure pytest-rerunfailures reruns).  `now`: a reading of
     perrun.wall just taken, if any; `markers`: the item's
@@ -216,14 +236,14 @@ def hunt(item, nextitem, state, now=None, markers=None):
         # reported run tore down for the next item, as a failed run does.
         h.runs.close()
         h.progress.clear()
-        state.need_phase_hooks()
-        item.stash[OPTED_OUT] = MSG_FLAKY_FIRST.format(outcome=outcome)
+        _leave_to_pytest(item, state, OPTED_OUT,
+                         MSG_FLAKY_FIRST.format(outcome=outcome))
         return None
     call = next((r for r in reports if r.when == "call"), reports[0])
     rec = _judge(h, call, outcome, failure, error, run_time)
     return _finish(h, reports, call, rec,
                    judged=failure is None and error is None
-                   and outcome == "passed"), h.runner.ihook
+                   and outcome == "passed"), call, h.runner.ihook
 
 
 def _start(item, nextitem, state, costs, markers=None, froze=False):
@@ -245,8 +265,7 @@ def _start(item, nextitem, state, costs, markers=None, froze=False):
             thorough=settings.thorough)
     except (BadValue, ValueError, OverflowError) as e:
         # The test errors in its setup, run by pytest's own protocol.
-        state.need_phase_hooks()
-        item.stash[BAD_SETTINGS] = str(e)
+        _leave_to_pytest(item, state, BAD_SETTINGS, str(e))
         return None
     costs.lap()                         # the settings and the series
     journaled = costs.journaled()

@@ -134,9 +134,14 @@ def _configure(config):
     if session_settings.report_path and state.worker_id is None:
         sessionmod.open_report(state, config)
     state.phase_hooks = PhaseHooks()
+    controller = _hands_out_tests(config)
     if session_settings.hunt_all or session_settings.report_path or \
-            _hands_out_tests(config):
+            controller:
         state.need_session_hooks()
+    if controller or (config.getoption("verbose", 0) or 0) >= 1:
+        # The workers' records arrive on their reports; at -v every hunted
+        # test's status word says how many runs it took.
+        state.need_record_hooks()
 
 
 def _hands_out_tests(config):

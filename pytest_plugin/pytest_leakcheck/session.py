@@ -249,6 +249,7 @@ class State:
         self.phase_hooks = None
         self.phase_hooks_registered = False
         self.session_hooks_registered = False
+        self.record_hooks_registered = False
 
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this
@@ -313,6 +314,14 @@ class State:
         if not self.session_hooks_registered:
             self.config.pluginmanager.register(SessionHooks(self), HOOKS_NAME)
             self.session_hooks_registered = True
+
+    def need_record_hooks(self):
+        """Records ride on reports pytest logs itself, or a record needs
+        its status word (RecordHooks): registered, once (and stay)."""
+        if not self.record_hooks_registered:
+            self.config.pluginmanager.register(RecordHooks(self),
+                                               RECORD_HOOKS_NAME)
+            self.record_hooks_registered = True
 
     def need_phase_hooks(self):
         """A test needs the hooks of its phases (plugin.PhaseHooks): they
@@ -379,7 +388,7 @@ def close(state):
     the session did not finish."""
     state.freezer.end()
     parking.close(state.config)
-    for name in (HOOKS_NAME, PHASE_HOOKS_NAME):
+    for name in (HOOKS_NAME, RECORD_HOOKS_NAME, PHASE_HOOKS_NAME):
         hooks = state.config.pluginmanager.get_plugin(name)
         if hooks is not None:
             state.config.pluginmanager.unregister(hooks)
@@ -481,49 +490,22 @@ def _write_at_exit(state):
 # ---- hooks with no config argument, and pytest-xdist's ---------------------
 
 HOOKS_NAME = "leakcheck-session"     # the SessionHooks' plugin name
+RECORD_HOOKS_NAME = "leakcheck-records"     # RecordHooks'
 PHASE_HOOKS_NAME = "leakcheck-phases"     # plugin.PhaseHooks' (State)
 
 
 class SessionHooks:
     """Hooks that need the session's State but whose hookspecs carry no
-    config, and the terminal's status word of a record; one instance per
-    config, registered as HOOKS_NAME by State.need_session_hooks()."""
+    config: the journal's start and finish of each test, and what ends a
+    session early; one instance per config, registered as HOOKS_NAME by
+    State.need_session_hooks()."""
 
     def __init__(self, state):
         self.state = state
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_report_teststatus(self, report, config):
-        """LEAKED for a leak; at -v the verbose word says how many runs a
-        hunted test took, at -vv also the time they added."""
-        if not isinstance(getattr(report, "leakcheck", None), dict):
-            return None
-        # Not timed (perrun.OUTSIDE): a few lookups in the record, which
-        # cost less than the two readings of the clock around them would.
-        return terminal.teststatus(report, config)
-
     def pytest_runtest_logstart(self, nodeid, location):
         if self.state.report is not None:
             self.state.report.start(nodeid, location)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report):
-        rec = getattr(report, "leakcheck", None)
-        if isinstance(rec, dict) and isinstance(rec.get("id"), str):
-            began = perrun.OUTSIDE.begin()
-            self.state.add(rec)
-            perrun.OUTSIDE.end(began)
-        try:
-            return (yield)
-        finally:
-            if rec is not None and not report.failed:
-                # Logged (sent to the controller, written by pytest's
-                # terminal and junitxml): the record lives on in the state
-                # and the report.  On the report, which pytest's terminal
-                # keeps to the session's end, it would hold some 2.8 KB
-                # a test; a failed one keeps it for the short test summary
-                # (pytest_report_teststatus reads it there again).
-                report.__dict__.pop("leakcheck", None)
 
     def pytest_runtest_logfinish(self, nodeid, location):
         if self.state.report is not None:
@@ -553,6 +535,59 @@ class SessionHooks:
         """pytest-xdist: a worker is gone; with `error`, it died."""
         if error:
             self.state.mark_partial("a pytest-xdist worker crashed")
+
+
+class RecordHooks:
+    """The hooks of records that ride on reports pytest logs itself (a
+    pytest-xdist controller's, from its workers; a test pytest runs, whose
+    record on_report() made) and the terminal's status word of a record
+    (LEAKED, and at -v how many runs a hunted test took); registered as
+    RECORD_HOOKS_NAME by State.need_record_hooks() when the session has
+    such a record or word, so that a session of clean tests at the
+    default verbosity calls neither for each of a test's three reports
+    (pluggy's call of a wrapper and of a status hook costs some
+    microseconds each: a hunted test's record is added and dropped by its
+    hunt, hunt.protocol())."""
+
+    def __init__(self, state):
+        self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        """LEAKED for a leak; at -v the verbose word says how many runs a
+        hunted test took, at -vv also the time they added."""
+        if not isinstance(getattr(report, "leakcheck", None), dict):
+            return None
+        # Not timed (perrun.OUTSIDE): a few lookups in the record, which
+        # cost less than the two readings of the clock around them would.
+        return terminal.teststatus(report, config)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report):
+        rec = getattr(report, "leakcheck", None)
+        if rec is None or self.state.logging is not None:
+            # No record, or a hunted test's, which its hunt added to the
+            # state and drops from the report after logging it.
+            return (yield)
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+            began = perrun.OUTSIDE.begin()
+            self.state.add(rec)
+            perrun.OUTSIDE.end(began)
+        try:
+            return (yield)
+        finally:
+            if not report.failed:
+                drop_record(report)
+
+
+def drop_record(report):
+    """Once `report` is logged (sent to the controller, written by
+    pytest's terminal and junitxml), its record lives on in the state and
+    the report: on the report, which pytest's terminal keeps to the
+    session's end, it would hold some 2.8 KB a test.  A failed one keeps
+    it for the short test summary (pytest_report_teststatus reads it
+    there again), which drops nothing."""
+    report.__dict__.pop("leakcheck", None)
 
 
 def from_serializable(report):

@@ -495,7 +495,8 @@ def pytest_sessionfinish(session):
     manager = session.config.pluginmanager
     with open("hooks.json", "w") as f:
         json.dump({name: manager.get_plugin(name) is not None
-                   for name in ("leakcheck-session", "leakcheck-phases")},
+                   for name in ("leakcheck-session", "leakcheck-records",
+                                "leakcheck-phases")},
                   f)
 '''
 
@@ -523,25 +524,51 @@ def test_opted_out():
 '''
 
 
-@pytest.mark.parametrize("source, args, session, phases", [
-    pytest.param(None, (), False, False, id="nothing-hunted"),
-    pytest.param(MARKED, (), True, False, id="a-marked-test"),
-    pytest.param(OPTED_OUT, (), True, True, id="an-opted-out-test"),
-    pytest.param(None, ("--leaks",), True, False, id="every-test"),
+LEAKING = '''
+import pytest
+
+_kept = []
+
+
+def test_clean():
+    pass
+
+
+@pytest.mark.noleak
+def test_leaking():
+    _kept.append(object())
+'''
+
+
+@pytest.mark.parametrize("source, args, session, records, phases, ret", [
+    pytest.param(None, (), False, False, False, 0, id="nothing-hunted"),
+    pytest.param(MARKED, (), True, False, False, 0, id="a-marked-test"),
+    pytest.param(OPTED_OUT, (), True, True, True, 0, id="an-opted-out-test"),
+    pytest.param(None, ("--leaks",), True, False, False, 0, id="every-test"),
+    pytest.param(None, ("--leaks", "-v"), True, True, False, 0,
+                 id="every-test-verbose"),
+    pytest.param(LEAKING, (), True, True, False, 1, id="a-leak"),
     pytest.param(None, ("--no-leaks", "--leaks-report=r.json"), True,
-                 False, id="a-report"),
+                 False, False, 0, id="a-report"),
 ])
 def test_hooks_only_some_tests_need_are_registered_when_one_does(
-        pytester, clean_source, source, args, session, phases):
+        pytester, clean_source, source, args, session, records, phases,
+        ret):
     """A session that hunts nothing calls none of the hooks that log
-    records (SessionHooks) or that a test's phases need (PhaseHooks):
-    every pytest session where leakcheck is installed would pay them.
-    They are there once a test needs them, and from the start where the
-    session hunts every test or writes a report."""
+    records (SessionHooks), that log records pytest logs itself or word a
+    record's status (RecordHooks), or that a test's phases need
+    (PhaseHooks): every pytest session where leakcheck is installed would
+    pay them, and a session of clean tests all but the first.  They are
+    there once a test needs them, and from the start where the session
+    hunts every test or writes a report (SessionHooks), or asks for
+    status words (-v: RecordHooks)."""
     pytester.makeconftest(HOOKS_SEEN)
     pytester.makepyfile(source or clean_source)
     result = pytester.runpytest_subprocess(*args)
-    assert result.ret == 0, result.stdout.str()
+    assert result.ret == ret, result.stdout.str()
+    if source is LEAKING:
+        result.stdout.fnmatch_lines(["LEAKED *::test_leaking*"])
     with open(pytester.path / "hooks.json") as f:
         assert json.load(f) == {"leakcheck-session": session,
+                                "leakcheck-records": records,
                                 "leakcheck-phases": phases}
