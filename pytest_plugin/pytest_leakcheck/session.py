@@ -381,6 +381,8 @@ def open_report(state, config):
                 value=s.report_path, reason=e.strerror or e)))) from None
     atexit.register(_write_at_exit, state)
     _catch_sigterm(state)
+    config.pluginmanager.register(JournalHooks(state.report),
+                                  JOURNAL_HOOKS_NAME)
 
 
 def close(state):
@@ -388,7 +390,8 @@ def close(state):
     the session did not finish."""
     state.freezer.end()
     parking.close(state.config)
-    for name in (HOOKS_NAME, RECORD_HOOKS_NAME, PHASE_HOOKS_NAME):
+    for name in (HOOKS_NAME, RECORD_HOOKS_NAME, PHASE_HOOKS_NAME,
+                 JOURNAL_HOOKS_NAME):
         hooks = state.config.pluginmanager.get_plugin(name)
         if hooks is not None:
             state.config.pluginmanager.unregister(hooks)
@@ -491,25 +494,33 @@ def _write_at_exit(state):
 
 HOOKS_NAME = "leakcheck-session"     # the SessionHooks' plugin name
 RECORD_HOOKS_NAME = "leakcheck-records"     # RecordHooks'
+JOURNAL_HOOKS_NAME = "leakcheck-journal"     # JournalHooks'
 PHASE_HOOKS_NAME = "leakcheck-phases"     # plugin.PhaseHooks' (State)
+
+
+class JournalHooks:
+    """The start and the finish of each test in the report's journal (so
+    that a test the process dies in is named in the report); registered
+    as JOURNAL_HOOKS_NAME by open_report(): a session that writes no
+    report, and pytest-xdist's workers, call neither."""
+
+    def __init__(self, report):
+        self.report = report
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.report.start(nodeid, location)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.report.finish(nodeid)
 
 
 class SessionHooks:
     """Hooks that need the session's State but whose hookspecs carry no
-    config: the journal's start and finish of each test, and what ends a
-    session early; one instance per config, registered as HOOKS_NAME by
-    State.need_session_hooks()."""
+    config: what ends a session early; one instance per config,
+    registered as HOOKS_NAME by State.need_session_hooks()."""
 
     def __init__(self, state):
         self.state = state
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        if self.state.report is not None:
-            self.state.report.start(nodeid, location)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        if self.state.report is not None:
-            self.state.report.finish(nodeid)
 
     def pytest_keyboard_interrupt(self, excinfo):
         # pytest stops on collection errors through an Interrupted too.

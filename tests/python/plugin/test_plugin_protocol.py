@@ -496,7 +496,7 @@ def pytest_sessionfinish(session):
     with open("hooks.json", "w") as f:
         json.dump({name: manager.get_plugin(name) is not None
                    for name in ("leakcheck-session", "leakcheck-records",
-                                "leakcheck-phases")},
+                                "leakcheck-phases", "leakcheck-journal")},
                   f)
 '''
 
@@ -540,20 +540,25 @@ def test_leaking():
 '''
 
 
-@pytest.mark.parametrize("source, args, session, records, phases, ret", [
-    pytest.param(None, (), False, False, False, 0, id="nothing-hunted"),
-    pytest.param(MARKED, (), True, False, False, 0, id="a-marked-test"),
-    pytest.param(OPTED_OUT, (), True, True, True, 0, id="an-opted-out-test"),
-    pytest.param(None, ("--leaks",), True, False, False, 0, id="every-test"),
-    pytest.param(None, ("--leaks", "-v"), True, True, False, 0,
+@pytest.mark.parametrize("source, args, session, records, phases, "
+                         "journal, ret", [
+    pytest.param(None, (), False, False, False, False, 0,
+                 id="nothing-hunted"),
+    pytest.param(MARKED, (), True, False, False, False, 0,
+                 id="a-marked-test"),
+    pytest.param(OPTED_OUT, (), True, True, True, False, 0,
+                 id="an-opted-out-test"),
+    pytest.param(None, ("--leaks",), True, False, False, False, 0,
+                 id="every-test"),
+    pytest.param(None, ("--leaks", "-v"), True, True, False, False, 0,
                  id="every-test-verbose"),
-    pytest.param(LEAKING, (), True, True, False, 1, id="a-leak"),
+    pytest.param(LEAKING, (), True, True, False, False, 1, id="a-leak"),
     pytest.param(None, ("--no-leaks", "--leaks-report=r.json"), True,
-                 False, False, 0, id="a-report"),
+                 False, False, True, 0, id="a-report"),
 ])
 def test_hooks_only_some_tests_need_are_registered_when_one_does(
         pytester, clean_source, source, args, session, records, phases,
-        ret):
+        journal, ret):
     """A session that hunts nothing calls none of the hooks that log
     records (SessionHooks), that log records pytest logs itself or word a
     record's status (RecordHooks), or that a test's phases need
@@ -561,7 +566,8 @@ def test_hooks_only_some_tests_need_are_registered_when_one_does(
     pay them, and a session of clean tests all but the first.  They are
     there once a test needs them, and from the start where the session
     hunts every test or writes a report (SessionHooks), or asks for
-    status words (-v: RecordHooks)."""
+    status words (-v: RecordHooks).  The journal's (JournalHooks) are
+    there only where a report is written."""
     pytester.makeconftest(HOOKS_SEEN)
     pytester.makepyfile(source or clean_source)
     result = pytester.runpytest_subprocess(*args)
@@ -571,4 +577,5 @@ def test_hooks_only_some_tests_need_are_registered_when_one_does(
     with open(pytester.path / "hooks.json") as f:
         assert json.load(f) == {"leakcheck-session": session,
                                 "leakcheck-records": records,
-                                "leakcheck-phases": phases}
+                                "leakcheck-phases": phases,
+                                "leakcheck-journal": journal}
