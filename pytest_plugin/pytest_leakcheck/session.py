@@ -592,12 +592,12 @@ class RecordHooks:
 
 
 def drop_record(report):
-    """Once `report` is logged (sent to the controller, written by
-    pytest's terminal and junitxml), its record lives on in the state and
-    the report: on the report, which pytest's terminal keeps to the
-    session's end, it would hold some 2.8 KB a test.  A failed one keeps
-    it for the short test summary (pytest_report_teststatus reads it
-    there again), which drops nothing."""
+    """Takes its record off `report`, logged now (sent to the controller,
+    written by pytest's terminal and junitxml): the record lives on in
+    the state and the report; on the report, which pytest's terminal
+    keeps to the session's end, it would hold some 2.8 KB a test.  The
+    callers leave a failed report its record, for the short test summary
+    (pytest_report_teststatus reads it there again)."""
     report.__dict__.pop("leakcheck", None)
 
 
