@@ -103,9 +103,7 @@ def protocol(item, nextitem):
     if state is None:
         return None
     outside = perrun.OUTSIDE
-    if not state.wants(item) or \
-            item.config.getoption("setuponly", False) or \
-            item.config.getoption("setupplan", False):
+    if not state.wants(item) or state.setup_only:
         # Not hunted: the clock is read only when there is work (reading
         # it costs more than the looking above).
         if state.freezer.ours:

@@ -250,6 +250,10 @@ class State:
         self.phase_hooks_registered = False
         self.session_hooks_registered = False
         self.record_hooks_registered = False
+        # --setup-only, --setup-plan: pytest runs no test, leakcheck hunts
+        # none (read once: getoption() is a few lookups a call).
+        self.setup_only = bool(config.getoption("setuponly", False) or
+                               config.getoption("setupplan", False))
 
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this

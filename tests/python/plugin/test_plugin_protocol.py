@@ -579,3 +579,30 @@ def test_hooks_only_some_tests_need_are_registered_when_one_does(
                                 "leakcheck-records": records,
                                 "leakcheck-phases": phases,
                                 "leakcheck-journal": journal}
+
+
+@pytest.mark.parametrize("option", ["--setup-only", "--setup-plan"])
+def test_setup_only_and_setup_plan_hunt_nothing(pytester, option):
+    """--setup-only and --setup-plan run no test: pytest shows the
+    fixtures' setup and teardown, and leakcheck hunts nothing (a hunt
+    would run the test), whatever --leaks says."""
+    pytester.makepyfile(test_plan='''
+import pytest
+
+
+@pytest.fixture
+def value():
+    return 1
+
+
+def test_body_never_runs(value):
+    raise AssertionError("ran")
+''')
+    result = pytester.runpytest_subprocess("--leaks", option,
+                                           "--leaks-report=r.json")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*SETUP    F value*",
+                                 "*test_plan.py::test_body_never_runs*"])
+    assert "ran" not in result.stdout.str().replace("no tests ran", "")
+    with open(pytester.path / "r.json") as f:
+        assert json.load(f)["tests"] == []
