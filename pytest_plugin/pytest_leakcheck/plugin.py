@@ -126,6 +126,8 @@ def _configure(config):
         return
     session_settings, baseline = _configured(config)
     state = sessionmod.State(config, session_settings, baseline)
+    state.setup_only = bool(config.getoption("setuponly", False) or
+                            config.getoption("setupplan", False))
     config.stash[STATE] = state
     if session_settings.defaults.repeat == 1 and state.worker_id is None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(

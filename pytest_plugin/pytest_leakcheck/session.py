@@ -251,9 +251,9 @@ class State:
         self.session_hooks_registered = False
         self.record_hooks_registered = False
         # --setup-only, --setup-plan: pytest runs no test, leakcheck hunts
-        # none (read once: getoption() is a few lookups a call).
-        self.setup_only = bool(config.getoption("setuponly", False) or
-                               config.getoption("setupplan", False))
+        # none (read once, at configure: getoption() is a few lookups a
+        # call).
+        self.setup_only = False
 
     def outside_cpu(self):
         """The CPU seconds the plugin took outside the tests' hunts in this
