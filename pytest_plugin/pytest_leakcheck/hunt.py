@@ -140,10 +140,10 @@ def protocol(item, nextitem):
     # writes it with the test's finish), and off the report once they are
     # (session.drop_record()).
     state.logging = item.nodeid
-    began = outside.begin()
-    state.add(rec)
-    outside.end(began)
     try:
+        began = outside.begin()
+        state.add(rec)
+        outside.end(began)
         for rep in reports:
             ihook.pytest_runtest_logreport(report=rep)
     finally:
