@@ -24,8 +24,8 @@ the work to the module of each job: hunt (one test's hunt), session
 (state, freezer, report writing, pytest-xdist), terminal (what is
 written), fixture (the `leakcheck` fixture), perrun (time limits).  The
 hooks that only some tests need are registered once one does (the
-phases' PhaseHooks here, session.SessionHooks for the records): a
-session that hunts nothing calls none of them.
+phases' PhaseHooks here; session.SessionHooks, RecordHooks and
+JournalHooks there): a session that hunts nothing calls none of them.
 Every use of pytest's internals is in pytest_private.
 """
 
@@ -243,9 +243,8 @@ class PhaseHooks:
     itself with a record to make (hunt.BAD_SETTINGS, hunt.OPTED_OUT) or
     a hunted test with a time limit per run (perrun.RUNS) needs:
     registered as session.PHASE_HOOKS_NAME by State.need_phase_hooks() when
-    the
-    first such test comes, and not before, so that the other tests' phases
-    do not call them (pluggy's call of a wrapper costs some microseconds,
+    the first such test comes, and not before, so that the other tests'
+    phases do not call them (pluggy's call of a wrapper costs some microseconds,
     three phases a run, in every pytest session the plugin loads in)."""
 
     @pytest.hookimpl(wrapper=True)

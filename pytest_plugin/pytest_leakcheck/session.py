@@ -247,9 +247,9 @@ class State:
         # The hooks of a test's phases (plugin.PhaseHooks), registered
         # when the first test needs them (need_phase_hooks()).
         self.phase_hooks = None
-        self.phase_hooks_registered = False
-        self.session_hooks_registered = False
-        self.record_hooks_registered = False
+        # The names of the hook plugins registered for this session
+        # (_register()); close() unregisters them.
+        self.registered = set()
         # --setup-only, --setup-plan: pytest runs no test, leakcheck hunts
         # none (read once, at configure: getoption() is a few lookups a
         # call).
@@ -315,25 +315,26 @@ class State:
         tests from its first such test, so that a session that marks none
         (every pytest session where leakcheck is installed) calls none of
         them."""
-        if not self.session_hooks_registered:
-            self.config.pluginmanager.register(SessionHooks(self), HOOKS_NAME)
-            self.session_hooks_registered = True
+        if HOOKS_NAME not in self.registered:
+            self._register(HOOKS_NAME, SessionHooks(self))
 
     def need_record_hooks(self):
         """Records ride on reports pytest logs itself, or a record needs
         its status word (RecordHooks): registered, once (and stay)."""
-        if not self.record_hooks_registered:
-            self.config.pluginmanager.register(RecordHooks(self),
-                                               RECORD_HOOKS_NAME)
-            self.record_hooks_registered = True
+        if RECORD_HOOKS_NAME not in self.registered:
+            self._register(RECORD_HOOKS_NAME, RecordHooks(self))
 
     def need_phase_hooks(self):
         """A test needs the hooks of its phases (plugin.PhaseHooks): they
         are registered, once, before it runs (and stay)."""
-        if not self.phase_hooks_registered and self.phase_hooks is not None:
-            self.config.pluginmanager.register(self.phase_hooks,
-                                               PHASE_HOOKS_NAME)
-            self.phase_hooks_registered = True
+        if PHASE_HOOKS_NAME not in self.registered and \
+                self.phase_hooks is not None:
+            self._register(PHASE_HOOKS_NAME, self.phase_hooks)
+
+    def _register(self, name, hooks):
+        """Registers the plugin `hooks` as `name`, for the session."""
+        self.config.pluginmanager.register(hooks, name)
+        self.registered.add(name)
 
     def mark_partial(self, reason):
         if self.report is not None:
@@ -385,8 +386,7 @@ def open_report(state, config):
                 value=s.report_path, reason=e.strerror or e)))) from None
     atexit.register(_write_at_exit, state)
     _catch_sigterm(state)
-    config.pluginmanager.register(JournalHooks(state.report),
-                                  JOURNAL_HOOKS_NAME)
+    state._register(JOURNAL_HOOKS_NAME, JournalHooks(state.report))
 
 
 def close(state):
@@ -394,11 +394,11 @@ def close(state):
     the session did not finish."""
     state.freezer.end()
     parking.close(state.config)
-    for name in (HOOKS_NAME, RECORD_HOOKS_NAME, PHASE_HOOKS_NAME,
-                 JOURNAL_HOOKS_NAME):
+    for name in state.registered:
         hooks = state.config.pluginmanager.get_plugin(name)
         if hooks is not None:
             state.config.pluginmanager.unregister(hooks)
+    state.registered.clear()
     if state.report is not None:
         atexit.unregister(_write_at_exit)
         _release_sigterm(state)
