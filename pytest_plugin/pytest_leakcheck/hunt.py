@@ -680,20 +680,16 @@ def _record(item, state, settings, verdict, outcome, series=None,
             diagnosis = diagnosis.to_dict()
         except Exception:
             diagnosis = {"text": str(diagnosis)}
-    file = path.replace(os.sep, "/")
-    line = None if lineno is None else lineno + 1
-    if series is None:
-        return lcreport.record(
-            item.nodeid, verdict, outcome, known=known, judged=judged,
-            reason=reason, file=file, line=line, warmup=settings.warmup,
-            repeat=settings.repeat, probes=settings.probes,
-            worker=state.worker_id, diagnosis=diagnosis)
+    # What the series found, once one ran; the settings' probes before.
+    found = {"probes": settings.probes} if series is None else {
+        "runs": series.runs, "probes": series.probes,
+        "warmup_measured": series.warmup_measured,
+        "warmup_growth": series.warmup_growth, "leaking": series.leaking,
+        "deltas": series.deltas, "thresholds": series.thresholds,
+        "unread": series.unread, "threads": series.threads}
     return lcreport.record(
         item.nodeid, verdict, outcome, known=known, judged=judged,
-        reason=reason, file=file, line=line, warmup=settings.warmup,
+        reason=reason, file=path.replace(os.sep, "/"),
+        line=None if lineno is None else lineno + 1, warmup=settings.warmup,
         repeat=settings.repeat, worker=state.worker_id, diagnosis=diagnosis,
-        runs=series.runs, probes=series.probes,
-        warmup_measured=series.warmup_measured,
-        warmup_growth=series.warmup_growth, leaking=series.leaking,
-        deltas=series.deltas, thresholds=series.thresholds,
-        unread=series.unread, threads=series.threads)
+        **found)
