@@ -376,10 +376,15 @@ class Costs:
         spent -= self.journaled() - self.journal_began
         measured = (self.snapshots + self.extra_runs + self.confirmation +
                     self.diagnosis)
+        # A clean test has no extra run, confirmation or diagnosis: their
+        # zeros are not rounded (round() is a decimal conversion).
         return {"snapshots": round(self.snapshots * ratio, 6),
-                "extra_runs": round(self.extra_runs * ratio, 6),
-                "confirmation": round(self.confirmation * ratio, 6),
-                "diagnosis": round(self.diagnosis * ratio, 6),
+                "extra_runs": self.extra_runs and
+                round(self.extra_runs * ratio, 6),
+                "confirmation": self.confirmation and
+                round(self.confirmation * ratio, 6),
+                "diagnosis": self.diagnosis and
+                round(self.diagnosis * ratio, 6),
                 "bookkeeping": round(max(0.0, spent - measured) * ratio, 6)}
 
 
