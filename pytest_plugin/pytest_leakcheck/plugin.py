@@ -244,8 +244,9 @@ class PhaseHooks:
     a hunted test with a time limit per run (perrun.RUNS) needs:
     registered as session.PHASE_HOOKS_NAME by State.need_phase_hooks() when
     the first such test comes, and not before, so that the other tests'
-    phases do not call them (pluggy's call of a wrapper costs some microseconds,
-    three phases a run, in every pytest session the plugin loads in)."""
+    phases do not call them (pluggy's call of a wrapper costs some
+    microseconds, three phases a run, in every pytest session the plugin
+    loads in)."""
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
