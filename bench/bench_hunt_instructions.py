@@ -10,6 +10,7 @@ from one run to the next, however loaded the machine.
 
     python bench/bench_hunt_instructions.py [--tests 200] [--python PATH]
                                             [--once] [--logging]
+                                            [--ll SIZE,ASSOC,LINE]
 
 Each count is taken twice, over `tests` and over twice as many tests: a
 test's figure is the difference divided by `tests`, what one more test
@@ -57,6 +58,15 @@ Printed, in instructions a test (each part holds the parts under it):
 and with --logging what the logging of the reports after the hunt takes,
 against plain pytest's logging of the same reports (told from its phases
 run with their logging, less the phases the runner runs without it).
+
+With --ll callgrind also simulates the caches, the last level with
+that geometry (this machine's second-level cache, each core's own:
+1310720,20,64, from /sys/devices/system/cpu/cpu0/cache/index2), and
+each part's first-level data misses and last-level misses are printed
+beside its instructions (reads and writes, a test).  A miss of that
+level goes to the third-level cache, which the machine's other tenants
+share: how many there are says how much a part's time moves with their
+load, which a count of instructions does not.
 
 The hunt less plain pytest's protocol is what --leaks adds inside a
 test's protocol; bench_instructions.py counts the whole process.  Needs
@@ -194,39 +204,63 @@ def pytest_configure(config):
     _route(Report, "_event", "dropwhile")
 '''
 
-LINE = re.compile(r"^\s*([0-9,]+) .*?:([A-Za-z_0-9]+)(?: \[|$)")
+# callgrind_annotate's line of a function: its counts (a "." for none,
+# each followed by its share in parentheses), then file:function.
+LINE = re.compile(r"^\s*((?:(?:[0-9,]+|\.)(?: \([ 0-9.]+%\))?\s+)+)"
+                  r"\S*?:([A-Za-z_0-9]+)(?: \[|$)")
+SHARE = re.compile(r"\([ 0-9.]+%\)")
+# The events printed: the instructions; with --ll the first-level data
+# misses and the last-level data misses too, each the sum of its reads'
+# and its writes' (callgrind_annotate --show, in this order).
+EVENTS = ("Ir",)
+SIMULATED = (("instructions", ("Ir",)), ("D1 misses", ("D1mr", "D1mw")),
+             ("LL misses", ("DLmr", "DLmw")))
 
 
-def inclusive(out, functions):
-    """{function: its inclusive instructions} from a callgrind output
-    file (the largest of the lines that name it: a function inlined in a
-    header shows there too, with a part of its count).  A function given
-    as "a|b" is whichever of a and b this CPython has."""
+def inclusive(out, functions, events=EVENTS):
+    """{function: (its inclusive count of each of `events`)} from a
+    callgrind output file (the largest of the lines that name it: a
+    function inlined in a header shows there too, with a part of its
+    count).  A function given as "a|b" is whichever of a and b this
+    CPython has."""
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes",
-                           "--threshold=100", "--auto=no", out],
+                           "--threshold=100", "--auto=no",
+                           "--show=" + ",".join(events), out],
                           capture_output=True, text=True).stdout
     names = {name: function for function in functions
              for name in function.split("|")}
-    found = dict.fromkeys(functions, 0)
+    found = dict.fromkeys(functions, (0,) * len(events))
     for line in text.splitlines():
         m = LINE.match(line)
         if m and m.group(2) in names:
             function = names[m.group(2)]
-            found[function] = max(found[function],
-                                  int(m.group(1).replace(",", "")))
+            figures = tuple(0 if n == "." else int(n.replace(",", ""))
+                            for n in SHARE.sub("", m.group(1)).split())
+            if len(figures) == len(events):
+                found[function] = max(found[function], figures)
     return found
 
 
-def counts(directory, python, leaks, out):
+def counts(directory, python, leaks, out, ll=None):
+    """{function: (its counts)} of one pytest run under callgrind; `ll`:
+    the simulated last level's geometry (--ll), or None not to simulate
+    the caches."""
     args = (["--leaks", f"--leaks-probes={PROBES}",
              f"--leaks-report={os.path.join(directory, 'report.json')}"]
             if leaks else [])
+    cache = ["--cache-sim=yes", f"--LL={ll}"] if ll else []
     pytest_output("bench_hunt_instructions", directory, python, args,
-                  prefix=("valgrind", "--tool=callgrind",
+                  prefix=("valgrind", "--tool=callgrind", *cache,
                           f"--callgrind-out-file={out}"))
     logging = [HUNT_ALONE, PHASES] if os.environ.get(LOGGING) else []
-    return inclusive(out, [f for f, _, _ in PARTS] + logging
-                     if leaks else [PLAIN] + logging[1:])
+    events = [e for _, of in SIMULATED for e in of] if ll else EVENTS
+    found = inclusive(out, [f for f, _, _ in PARTS] + logging
+                      if leaks else [PLAIN] + logging[1:], events)
+    # Each printed figure: the sum of its events.
+    wanted = SIMULATED if ll else SIMULATED[:1]
+    return {function: tuple(sum(figures[events.index(e)] for e in of)
+                            for _, of in wanted)
+            for function, figures in found.items()}
 
 
 def main(argv=None):
@@ -242,6 +276,9 @@ def main(argv=None):
     p.add_argument("--once", action="store_true",
                    help="also print what the session paid once, spread "
                         "over the first run's tests")
+    p.add_argument("--ll", metavar="SIZE,ASSOC,LINE",
+                   help="simulate the caches, with this last level, and "
+                        "print each part's misses too")
     args = p.parse_args(argv)
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -259,17 +296,17 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="leakcheck-hunt-") as d:
             tests = generate(d, size, conftest=CONFTEST)
             out = os.path.join(d, "callgrind.out")
-            leaks = counts(d, args.python, True, out)
-            plain = counts(d, args.python, False, out)
+            leaks = counts(d, args.python, True, out, args.ll)
+            plain = counts(d, args.python, False, out, args.ll)
         # json's encoder may have nothing left to write, and a leakcheck
         # older than the engine's writer has none.
         missing = [name for function, name, _ in PARTS
-                   if not leaks[function] and function not in OPTIONAL]
+                   if not leaks[function][0] and function not in OPTIONAL]
         if args.logging:
             missing += [name for name, function in (
                 ("the hunt alone", HUNT_ALONE), ("its phases", PHASES))
-                if not leaks[function]]
-        if missing or not all(plain.values()):
+                if not leaks[function][0]]
+        if missing or not all(n for n, *_ in plain.values()):
             sys.exit(f"bench_hunt_instructions: callgrind counted nothing "
                      f"for {', '.join(missing) or 'a part'}")
         runs.append((tests, dict(leaks, **{f + " plain": n
@@ -278,36 +315,50 @@ def main(argv=None):
     more = n2 - n1
     rows = [(function, name, depth) for function, name, depth in PARTS]
     rows.append((PLAIN + " plain", "plain pytest's protocol", 0))
+    shown = [name for name, _ in (SIMULATED if args.ll else SIMULATED[:1])]
     print(f"{n1} and {n2} tests, counted by callgrind (probes {PROBES}; a "
-          f"report written); instructions a test: the difference over the "
+          f"report written" + (f"; caches simulated, the last level "
+                               f"{args.ll}" if args.ll else "") +
+          f"); {', '.join(shown)} a test: the difference over the "
           f"{more} tests more" + (", then what the session paid once, a "
                                   f"test of the first {n1}" if args.once
                                   else ""))
+
     def per_test(count):
-        """count(the counts of a run), a test: the difference over the
-        tests more."""
-        return (count(large) - count(small)) / more
+        """count(the counts of a run, one figure), a test, for each figure
+        printed: the difference over the tests more."""
+        return [(count(large, k) - count(small, k)) / more
+                for k in range(len(shown))]
+
+    def columns(figures, sign=""):
+        return " ".join(f"{x:{sign}12,.0f}" for x in figures)
+
     for function, name, depth in rows:
-        figure = per_test(lambda c: c[function])
-        line = f"  {'  ' * depth}{name:<{28 - 2 * depth}} {figure:12,.0f}"
+        figures = per_test(lambda c, k: c[function][k])
+        line = f"  {'  ' * depth}{name:<{28 - 2 * depth}} {columns(figures)}"
         if args.once:
-            line += f" {small[function] / n1 - figure:+12,.0f}"
+            line += " " + columns([small[function][k] / n1 - x
+                                   for k, x in enumerate(figures)], "+")
         print(line)
     hunt = PARTS[0][0]
-    added = per_test(lambda c: c[hunt] - c[PLAIN + " plain"])
-    print(f"the hunt less plain pytest's protocol: {added:+,.0f} a test")
+    added = per_test(lambda c, k: c[hunt][k] - c[PLAIN + " plain"][k])
+    print(f"the hunt less plain pytest's protocol: "
+          f"{', '.join(f'{x:+,.0f} {n}' for x, n in zip(added, shown))} "
+          f"a test")
     if not args.logging:
         return
     # The logging after the hunt: pytest_runtest_protocol less the hunt
     # proper.  pytest's own share: what plain pytest's phases with their
     # logging take more than the runner's phases without it.
-    logging = per_test(lambda c: c[hunt] - c[HUNT_ALONE])
-    pytests = per_test(lambda c: c[PHASES + " plain"] - c[PHASES])
-    print(f"  of which the reports' logging after the hunt {logging:,.0f} "
-          f"a test, against {pytests:,.0f} for plain pytest's logging of "
-          f"its reports (its phases with their logging less the runner's "
-          f"phases): the plugin's hooks and the glue around them "
-          f"{logging - pytests:+,.0f}")
+    logging = per_test(lambda c, k: c[hunt][k] - c[HUNT_ALONE][k])
+    pytests = per_test(lambda c, k: c[PHASES + " plain"][k] - c[PHASES][k])
+    for k, name in enumerate(shown):
+        print(f"  {name}: the reports' logging after the hunt "
+              f"{logging[k]:,.0f} a test, against {pytests[k]:,.0f} for "
+              f"plain pytest's logging of its reports (its phases with "
+              f"their logging less the runner's phases): the plugin's "
+              f"hooks and the glue around them "
+              f"{logging[k] - pytests[k]:+,.0f}")
 
 
 if __name__ == "__main__":
