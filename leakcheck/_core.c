@@ -413,28 +413,100 @@ typedef struct {
 
 #define LC__TYPE_CACHE_MAX 4096
 
+/*
+ * The table the engine trims after each snapshot's collection, and what
+ * its last trim left.  Every name the table holds is looked at in every
+ * trim, not only those of the entries that changed since the last: a
+ * name cached before and the cache's alone only since would live on
+ * until a lookup evicts it, in some later run, which would then read a
+ * drop and run again.  But most of the table is empty (version 0, no
+ * lookup's name), and an empty entry comes to hold a name only through a
+ * lookup that takes its slot, which releases what the slot held.  So
+ * the engine's trim gives every empty entry `own`, a string that nothing
+ * but the engine and the table can reach (made here, never handed to
+ * Python code), whose reference count is then one (the engine's) plus
+ * the entries that hold it.  Where that count is what the last trim
+ * left, no empty entry was taken since, and every name is in an entry
+ * that held one then (`at`): the trim reads those entries alone, not the
+ * whole table (96 KB, two trims a clean test).  Where it moved (a lookup
+ * took an empty slot; a clear), the trim reads every entry, gives each
+ * empty one `own` (None or NULL after a clear, the Python side's filler
+ * after type_cache_trim()), and notes again which hold a name.  (Telling
+ * the entries that changed by comparing the whole table with a copy was
+ * tried before: it read as much memory as the trim, and saved 0.02 M
+ * instructions a test on 3.11.  bench/bench_hunt_instructions.py --ll
+ * counts what reading the named entries alone saves: the CHANGELOG.)
+ */
+static struct {
+    lc__type_cache_entry *table;
+    Py_ssize_t count;
+    PyObject *filler;           /* the Python side's                      */
+    PyObject *own;              /* the engine's filler, see above         */
+    int known;                  /* 1: `at` and `own_refs` hold            */
+    Py_ssize_t own_refs;        /* Py_REFCNT(own) after the last trim     */
+    Py_ssize_t named;           /* the entries that held a name then...   */
+    uint16_t at[LC__TYPE_CACHE_MAX];    /* ... in the table's order       */
+    Py_ssize_t read;            /* entries the last trim read             */
+} trimmed;
+
+/* Whether an entry holding `name` is empty: no lookup's name. */
+static inline int
+empty_name(PyObject *name, PyObject *filler)
+{
+    return name == NULL || name == filler || name == trimmed.own ||
+           name == Py_None;
+}
+
 static Py_ssize_t
-trim_table(lc__type_cache_entry *table, Py_ssize_t count, PyObject *filler)
+trim_table(lc__type_cache_entry *table, Py_ssize_t count, PyObject *filler,
+           int engine)
 {
     /* Static: 40 KB is much for the stack of a thread a snapshot may be
      * taken in, and the GIL is held throughout (no Python code runs). */
     static PyObject *held[LC__TYPE_CACHE_MAX];
+    static uint16_t at[LC__TYPE_CACHE_MAX];
     static uint16_t alone[LC__TYPE_CACHE_MAX];
-    Py_ssize_t i, j, k, m = 0, a = 0, n = 0;
+    PyObject *give = engine ? trimmed.own : filler;
+    Py_ssize_t i, j, k, m = 0, a = 0, n = 0, known = -1;
+
+    /* The engine's trim reads only the entries that held a name after
+     * the last, where no empty one was taken since (see `trimmed`). */
+    if (engine && trimmed.known && Py_REFCNT(give) == trimmed.own_refs)
+        known = trimmed.named;
+    trimmed.known = 0;
+    if (engine)
+        trimmed.read = known < 0 ? count : known;
 
     /* The entries that hold a name, their references taken off it.  A
      * name's count reaches 0 there at its last entry, and only if the
      * cache alone holds it (each entry holds a reference): that entry is
      * noted, one per name the cache alone holds, and there are few. */
-    for (i = 0; i < count; i++) {
-        PyObject *name = table[i].name;
-        if (name != NULL && name != filler && name != Py_None) {
-            Py_ssize_t left = Py_REFCNT(name) - 1;
-            Py_SET_REFCNT(name, left);
-            held[m++] = name;
-            if (left == 0)
-                alone[a++] = (uint16_t)i;
+    for (j = 0; j < (known < 0 ? count : known); j++) {
+        lc__type_cache_entry *e;
+        PyObject *name;
+        Py_ssize_t left;
+
+        i = known < 0 ? j : trimmed.at[j];
+        e = &table[i];
+        name = e->name;
+        if (empty_name(name, filler)) {
+            /* An empty entry holds the engine's filler after its trim
+             * (in a slot that answers no lookup: version 0). */
+            if (engine && name != give && e->version == 0) {
+                Py_INCREF(give);
+                e->name = give;
+                Py_XDECREF(name);       /* held elsewhere: never 0 */
+            }
+            else if (engine && name != give)
+                engine = 0;     /* not an entry we know: note nothing */
+            continue;
         }
+        left = Py_REFCNT(name) - 1;
+        Py_SET_REFCNT(name, left);
+        at[m] = (uint16_t)i;
+        held[m++] = name;
+        if (left == 0)
+            alone[a++] = (uint16_t)i;
     }
     /* Every count is put back before any name is let go. */
     for (j = 0; j < m; j++)
@@ -452,33 +524,24 @@ trim_table(lc__type_cache_entry *table, Py_ssize_t count, PyObject *filler)
             left--;
             e->version = 0;
             e->value = NULL;
-            Py_INCREF(filler);
-            e->name = filler;
+            Py_INCREF(give);
+            e->name = give;
             Py_DECREF(name);    /* the last one frees it */
             n++;
         }
     }
+    if (engine) {
+        /* What the next trim may read alone: the entries that still hold
+         * a name, in the table's order. */
+        for (j = k = 0; j < m; j++)
+            if (n == 0 || table[at[j]].name != give)
+                trimmed.at[k++] = at[j];
+        trimmed.named = k;
+        trimmed.own_refs = Py_REFCNT(give);
+        trimmed.known = 1;
+    }
     return n;
 }
-
-/*
- * The table the engine trims after each snapshot's collection.  Every
- * entry is looked at each time, not only those that changed since the
- * last trim: a name cached before and the cache's alone only since would
- * live on until a lookup evicts it, in some later run, which would then
- * read a drop and run again.  (Looking at the changed entries alone was
- * tried: 0.02 M instructions a test less on 3.11, and no fewer tests
- * that ran once could be told from the machine's noise.  So was looking
- * at them alone in the snapshot after the plugin's reported run only,
- * against the names the last trim left: no fewer instructions a test,
- * as many cache misses in callgrind's simulation of this machine's
- * caches, and no wall time saved in bench/bench_parts.py.)
- */
-static struct {
-    lc__type_cache_entry *table;
-    Py_ssize_t count;
-    PyObject *filler;
-} trimmed;
 
 /*
  * Up to CPython 3.10 a code object keeps the frame of its last call for
@@ -573,7 +636,7 @@ after_collect(void *unused)
 {
     (void)unused;
     if (trimmed.table != NULL)
-        trim_table(trimmed.table, trimmed.count, trimmed.filler);
+        trim_table(trimmed.table, trimmed.count, trimmed.filler, 1);
     if (!uncollected) {
         drop_running_zombies();
         shrink_empty_sets();
@@ -605,7 +668,15 @@ core_type_cache_trim(PyObject *mod, PyObject *args)
 
     if (table_arg(args, "KnO:type_cache_trim", &table, &count, &filler) < 0)
         return NULL;
-    return PyLong_FromSsize_t(trim_table(table, count, filler));
+    return PyLong_FromSsize_t(trim_table(table, count, filler, 0));
+}
+
+/* type_cache_trim_read() -> n: how many entries the engine's last trim
+ * read (the tests' view of `trimmed`). */
+static PyObject *
+core_type_cache_trim_read(PyObject *mod, PyObject *unused)
+{
+    return PyLong_FromSsize_t(trimmed.read);
 }
 
 /* trim_type_cache_after_collect(address, count, filler), or (None): the
@@ -627,10 +698,18 @@ core_trim_type_cache_after_collect(PyObject *mod, PyObject *args)
     if (table_arg(args, "KnO:trim_type_cache_after_collect", &table, &count,
                   &filler) < 0)
         return NULL;
+    if (trimmed.own == NULL) {
+        /* Made once and kept for good: entries hold it. */
+        trimmed.own = PyUnicode_FromString(
+            "leakcheck: an empty type cache slot");
+        if (trimmed.own == NULL)
+            return NULL;
+    }
     Py_INCREF(filler);
     Py_XSETREF(trimmed.filler, filler);
     trimmed.table = table;
     trimmed.count = count;
+    trimmed.known = 0;          /* its first trim reads every entry */
     Py_RETURN_NONE;
 }
 
@@ -1937,6 +2016,10 @@ static PyMethodDef core_methods[] = {
      "count_interned_in(interned) -> n, or (None): the engine counts the "
      "immortal interned strings in that dict, the interpreter's, as they "
      "are added (settling's use only); n is how many it holds now."},
+    {"type_cache_trim_read", core_type_cache_trim_read, METH_NOARGS,
+     "type_cache_trim_read() -> n: how many of the type cache's entries "
+     "the engine's last trim read (all, or those that held a name after "
+     "the trim before)."},
     {"type_cache_trim", core_type_cache_trim, METH_VARARGS,
      "type_cache_trim(address, count, filler) -> n: empties the type "
      "cache's entries whose name only the cache holds (settling's use "

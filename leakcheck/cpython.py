@@ -381,10 +381,12 @@ class _TypeCache:
     ``sys.getrefcount(None)`` around a call (ujson's tests do) would see
     the call's lookups move None's count, and fail under leakcheck alone.
     So after the clear, ``refill()`` moves the slots' references from None
-    to a string of leakcheck's own, and an emptied slot gets that string.
-    A slot whose version is 0 answers no lookup, whatever name it holds:
-    the cache behaves the same, and None's count is what it was.  (From
-    3.12 on None is immortal, and so is that string.)
+    to a string of leakcheck's own, and the engine's first trim moves
+    them to one of the engine's (which it gives every slot it empties,
+    and whose count tells it whether a lookup took one: _core.c).  A slot
+    whose version is 0 answers no lookup, whatever name it holds: the
+    cache behaves the same, and None's count is what it was.  (From 3.12
+    on None is immortal.)
 
     The table has no Python interface.  It is 4096 entries {unsigned
     version; PyObject *name; PyObject *value}, in the interpreter state

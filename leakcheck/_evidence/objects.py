@@ -254,7 +254,9 @@ class _Held:
 
 def _not_reported(obj):
     # Settling fills the emptied type cache slots with a string of its
-    # own: its count follows how many slots the runs' lookups took.
+    # own (until the engine's trim gives them the engine's, which no
+    # Python code reaches): its count follows how many slots the runs'
+    # lookups took.
     return (type(obj) in _SHARED_TYPES or _core.is_immortal(obj)
             or obj is cpython.TYPE_CACHE_FILLER)
 

@@ -117,6 +117,49 @@ def test_the_trim_counts_every_entry_of_a_name():
                                  cache.FILLER) >= 2
 
 
+def _names_in(cache):
+    """The address of the name each entry of the table holds."""
+    import ctypes
+    import struct
+    table = ctypes.string_at(cache.address, cache.ENTRIES * cache.STRIDE)
+    return {struct.unpack_from("<Q", table, at + 8)[0]
+            for at in range(0, len(table), cache.STRIDE)}
+
+
+@needs_trimmed_table
+def test_the_trim_reads_the_entries_that_held_a_name_until_one_is_taken():
+    """The engine's trim reads only the entries that held a name after the
+    last trim, while no empty entry was taken since; a name it kept there
+    that the cache alone holds now goes all the same.  A clear of the
+    cache takes every empty entry: the next trim reads them all."""
+    cache = _trimmed_table()
+    assert cache is not None
+
+    class Kept:
+        pass
+
+    name = cacheable("".join(["kept_then_the_caches_", str(id(Kept))]))
+    getattr(Kept, name, None)
+    address = id(name)
+    # The same steps each time: their own lookups take no slot the last.
+    for _ in range(3):
+        leakcheck.snapshot()            # kept: this frame holds it
+        read = _core.type_cache_trim_read()
+        names = _names_in(cache)
+    assert read < cache.ENTRIES
+    assert address in names
+    del name
+    leakcheck.snapshot()
+    read = _core.type_cache_trim_read()
+    names = _names_in(cache)
+    assert read < cache.ENTRIES
+    assert address not in names
+
+    sys._clear_type_cache()
+    leakcheck.snapshot()
+    assert _core.type_cache_trim_read() == cache.ENTRIES
+
+
 @needs_trimmed_table
 def test_the_type_cache_is_found_when_a_search_misses(tmp_path):
     """A lookup between a search's probe and its reading of memory can take
