@@ -196,18 +196,24 @@ class Summary:
         self.costed = 0             # records with hunt_costs
 
     def add(self, record, sign=1):
+        """Counts `record` (`sign` -1: takes it off); returns the CPU
+        seconds its hunt_costs sum to, None when it has none."""
         counts = self.counts
         counts["tests"] += sign
         counts[record["verdict"]] += sign
         counts["known"] += sign * bool(record.get("known"))
         own = record.get("hunt_costs")
-        if isinstance(own, dict):
-            self.costed += sign
-            costs = self.costs
-            for key in COST_CATEGORIES:
-                value = own.get(key)
-                if isinstance(value, (int, float)):
-                    costs[key] += sign * value
+        if not isinstance(own, dict):
+            return None
+        self.costed += sign
+        costs = self.costs
+        total = 0.0
+        for key in COST_CATEGORIES:
+            value = own.get(key)
+            if isinstance(value, (int, float)):
+                costs[key] += sign * value
+                total += value
+        return total
 
     def remove(self, record):
         self.add(record, -1)

@@ -380,11 +380,11 @@ def _run_series(h):
         if rebase:
             rebase = False
         else:
-            h.progress.show(
-                progressmod.WHAT_CONFIRMING.format(run=runs.count + 1)
-                if series.confirming or runs.count >= total else
-                progressmod.WHAT_RUN.format(run=runs.count + 1, runs=total))
             confirming = series.confirming
+            h.progress.show(
+                progressmod.WHAT_CONFIRMING
+                if confirming or runs.count >= total else
+                progressmod.WHAT_RUN, runs.count + 1, total)
             # What the runner makes for the extra runs is not their growth:
             # the snapshot the first is measured from is read again.
             rebase = reports is not None and runner.ready_again()
@@ -590,8 +590,7 @@ class _BudgetedRun:
         began = time.perf_counter()
         if began - self.start + self.slowest > self.budget:
             raise _OutOfBudget()
-        h.progress.show(progressmod.WHAT_DIAGNOSING.format(
-            run=h.runs.count + 1))
+        h.progress.show(progressmod.WHAT_DIAGNOSING, h.runs.count + 1)
         with h.runs.run(traced=True):
             h.runner.run_again()
         h.item.ihook.pytest_leakcheck_settle(item=h.item)

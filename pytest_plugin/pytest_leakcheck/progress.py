@@ -12,6 +12,8 @@ output the terminal never sees): captured or CI output is unchanged.
 import os
 import time
 
+import pytest
+
 from . import pytest_private
 
 PROGRESS_DELAY = 2.0        # seconds of hunting before progress shows
@@ -22,6 +24,30 @@ WHAT_DIAGNOSING = "diagnosing, run {run}"
 
 _SAVE, _RESTORE_AND_ERASE = "\x1b7", "\x1b8\x1b[K"
 _warm = False               # a first write was made in this process
+# On the config: _terminal()'s (writer, file, capture manager), looked up
+# at the session's first hunt.
+_TERMINAL = pytest.StashKey[tuple]()
+
+
+def _terminal(config, worker_id):
+    """(the terminal reporter's writer, the file it writes to, the capture
+    manager) where progress can show, else (None, None, None): pytest
+    writes to a terminal, and this is not a pytest-xdist worker.  Read
+    once a session (a few plugin and environment lookups)."""
+    found = config.stash.get(_TERMINAL, None)
+    if found is not None:
+        return found
+    found = (None, None, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if (worker_id is None and reporter is not None
+            and getattr(reporter, "isatty", False)
+            and os.environ.get("TERM") != "dumb"):
+        writer, out = pytest_private.terminal_file(reporter)
+        if writer is not None:
+            found = (writer, out,
+                     config.pluginmanager.get_plugin("capturemanager"))
+    config.stash[_TERMINAL] = found
+    return found
 
 
 class Progress:
@@ -31,19 +57,10 @@ class Progress:
         self.name = name
         self.began = time.monotonic()
         self.shown = False
-        self.writer = None
-        self.out = None             # the file the writer writes to
-        self.capman = None
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if (worker_id is not None or reporter is None
-                or not getattr(reporter, "isatty", False)
-                or os.environ.get("TERM") == "dumb"):
+        # The writer, the file it writes to, the capture manager.
+        self.writer, self.out, self.capman = _terminal(config, worker_id)
+        if self.writer is None:
             return
-        writer, self.out = pytest_private.terminal_file(reporter)
-        if writer is None:
-            return
-        self.writer = writer
-        self.capman = config.pluginmanager.get_plugin("capturemanager")
         global _warm
         if not _warm:
             # The first write fills caches for good (the terminal's size,
@@ -57,15 +74,16 @@ class Progress:
         """Columns left on the line after what pytest wrote."""
         return self.writer.fullwidth - self.writer.width_of_current_line - 1
 
-    def show(self, what):
-        """Shows `what` (one of the WHAT_ texts) once the hunt has taken
-        PROGRESS_DELAY seconds."""
+    def show(self, what, run, runs=None):
+        """Shows `what` (one of the WHAT_ texts, of run `run` of `runs`)
+        once the hunt has taken PROGRESS_DELAY seconds."""
         if self.writer is None or (
                 not self.shown
                 and time.monotonic() - self.began < PROGRESS_DELAY):
             return
         room = self._room()
-        text = MSG_PROGRESS.format(name=self.name, what=what)
+        text = MSG_PROGRESS.format(name=self.name,
+                                   what=what.format(run=run, runs=runs))
         if len(text) > room:
             text = text[:max(room, 0)]
         self._write((_RESTORE_AND_ERASE if self.shown else _SAVE) + text)

@@ -54,7 +54,8 @@ class Report:
     report (the only process, or the xdist controller), each event
     journaled as it happens."""
 
-    def __init__(self, path, settings, probes, environment, outside=None):
+    def __init__(self, path, settings, probes, environment, outside=None,
+                 summary=None):
         self.path = path
         # The CPU seconds the plugin took outside the tests' hunts so far
         # (a callable), for the summary's "session" cost.
@@ -64,10 +65,12 @@ class Report:
         # test id -> where its record is in the journal, (offset, length),
         # in a Ledger (see there); and the records not journaled yet (or
         # that the journal could not take), newer than any line of theirs.
-        # The last record of a test wins.  The summary is kept as they come.
+        # The last record of a test wins.  The summary (`summary`, the
+        # session's: its costs are the terminal's too) is kept as they
+        # come.
         self.where = Ledger()
         self.kept = {}
-        self.summary = lcreport.Summary()
+        self.summary = lcreport.Summary() if summary is None else summary
         self.running = {}           # test id -> start event, until finished
         self.partial_reasons = []
         self.written = False        # the final write happened
@@ -154,16 +157,18 @@ class Report:
     def add(self, record, with_finish=False):
         """Journals `record`; with `with_finish` (its test's phases are all
         over: only its end is left to log), in one write with that end, or
-        with whatever event comes first."""
+        with whatever event comes first.  Returns what the summary's add()
+        does: the CPU seconds of its hunt_costs, or None."""
         test_id = record["id"]
         if test_id in self.kept or test_id in self.where:
             self.summary.remove(self._record(test_id))
         self.kept[test_id] = record        # until journaled
-        self.summary.add(record)
+        total = self.summary.add(record)
         if with_finish and self.pending is None:
             self.pending = record
         else:
             self._event(record=record)
+        return total
 
     def finish(self, test_id):
         if self.running.pop(test_id, None) is not None:

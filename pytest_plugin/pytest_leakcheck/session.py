@@ -225,9 +225,12 @@ class State:
         self.problems = {}
         self.unread = {}
         self.readable = None    # frozenset of the probes available here
-        # CPU seconds leakcheck added, by category, over the records; and
-        # the costliest tests, [(seconds, test id)] as a heap.
-        self.costs = dict.fromkeys(lcreport.COST_CATEGORIES, 0.0)
+        # The verdicts' counts and the CPU seconds leakcheck added, by
+        # category, over the records (the report's summary, when there is
+        # one: it takes off a record that a later one of the same test
+        # replaces); and the costliest tests, [(seconds, test id)] as a
+        # heap.
+        self.summary = lcreport.Summary()
         self.costliest = []
         # What the warm-up run grew, of the tests that ran more than once
         # (the record's warmup_growth): the summary's lines of the slowest
@@ -291,21 +294,14 @@ class State:
                 self.unread[test_id] = {probe: why
                                         for probe, why in unread.items()
                                         if probe in readable}
-        costs = rec.get("hunt_costs")
-        if isinstance(costs, dict):
-            total = 0.0
-            sums = self.costs
-            for key in sums:
-                value = costs.get(key) or 0.0
-                sums[key] += value
-                total += value
+        total = (self.summary.add(rec) if self.report is None else
+                 self.report.add(rec, with_finish=test_id == self.logging))
+        if total is not None:
             entry = (total, test_id)
             if len(self.costliest) < COSTLIEST_KEPT:
                 heapq.heappush(self.costliest, entry)
             elif entry > self.costliest[0]:
                 heapq.heapreplace(self.costliest, entry)
-        if self.report is not None:
-            self.report.add(rec, with_finish=test_id == self.logging)
 
     def need_session_hooks(self):
         """A test is hunted, or has a record to make: the hooks that log
@@ -369,7 +365,7 @@ def open_report(state, config):
     state.report = reportmod.Report(
         s.report_path, settings=_settings_dict(s), probes=_probes_dict(),
         environment=reportmod.environment(config, _version()),
-        outside=state.outside_cpu)
+        outside=state.outside_cpu, summary=state.summary)
     try:
         state.recovered = state.report.open()
     except lcreport.InUse as e:

@@ -213,11 +213,12 @@ def _costs(tr, config, state, tests):
         return
     report = state.report.cpu if state.report is not None else 0.0
     session = state.outside_cpu()
-    total = sum(state.costs.values()) + report + session
+    costs = state.summary.costs
+    total = sum(costs.values()) + report + session
     tr.write_line(MSG_COSTS.format(
         total=total, tests=tests, s="s" if tests != 1 else "",
         per_test=total / tests * 1000, report=report, session=session,
-        **state.costs))
+        **costs))
     count = _listed(config)
     costliest = sorted(state.costliest, reverse=True)
     for seconds, test_id in costliest[:count] if count > 0 else costliest:
